@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Generate the tropical kernel catalog: spec + templates in, sources out.
+
+Writes, into --outdir:
+  catalog.hpp          semiring tags, Op, KernelId, launch info, Hana map
+  catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
+With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
+
+Deterministic: the same spec and templates give byte-identical files.
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+
+import jinja2
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spec  # noqa: E402
+
+OP_TEMPLATE = {
+    spec.Op.GEMM: "gemm.cu.j2",
+    spec.Op.GEMM_ARGMAX: "gemm_argmax.cu.j2",
+    spec.Op.BACKWARD_A: "backward_a.cu.j2",
+    spec.Op.BACKWARD_B: "backward_b.cu.j2",
+    spec.Op.GEMM_BATCHED: "gemm_batched.cu.j2",
+}
+
+ADD_ENUM = {"max": "kMax", "min": "kMin"}
+MUL_ENUM = {"add": "kAdd", "mul": "kMul"}
+IDENTITY_ENUM = {"lowest": "kLowest", "highest": "kHighest", "zero": "kZero", "one": "kOne"}
+
+
+def identity_value(name, type_):
+    """Spelling, inside a fragment, of a semiring identity for one element type."""
+    literal = {"zero": "0", "one": "1"}
+    if name == "lowest":
+        return spec.TYPE_LOWEST[type_]
+    if name == "highest":
+        return spec.TYPE_HIGHEST[type_]
+    return f"({spec.TYPE_DEVICE[type_]}){literal[name]}"
+
+
+def render_fragment(env, kernel):
+    s, t = kernel.semiring, kernel.type
+    template_name = OP_TEMPLATE[kernel.op]
+    return env.get_template(template_name).render(
+        template_name=template_name,
+        k=kernel,
+        op=kernel.op.value,
+        type=t.value,
+        semiring_doc=spec.SEMIRING_DOC[s],
+        value_t=spec.TYPE_DEVICE[t],
+        is_float=spec.TYPE_IS_FLOAT[t],
+        lowest=spec.TYPE_LOWEST[t],
+        highest=spec.TYPE_HIGHEST[t],
+        fmax=spec.TYPE_FMAX.get(t),
+        fmin=spec.TYPE_FMIN.get(t),
+        zero=identity_value(spec.SEMIRING_ZERO[s], t),
+        add=spec.SEMIRING_ADD[s],
+        mul=spec.SEMIRING_MUL[s],
+        launch=kernel.launch,
+    )
+
+
+def build_kernels(env):
+    kernels = spec.catalog()
+    for k in kernels:
+        k.launch = dict(spec.launch(k))
+        k.launch["threads"] = k.launch["block_x"] * k.launch["block_y"]
+        k.op_enum = spec.OP_ENUM[k.op]
+        k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
+        k.type_host = spec.TYPE_HOST[k.type]
+        k.source = render_fragment(env, k)
+        if ")TROPICAL_SRC" in k.source:
+            raise SystemExit(f"{k.name}: fragment contains the raw-string delimiter")
+        k.digest = hashlib.sha256(k.source.encode()).hexdigest()
+    return kernels
+
+
+def header_context(kernels):
+    semirings = [
+        {
+            "tag": spec.SEMIRING_TAG[s],
+            "short": s.value,
+            "doc": spec.SEMIRING_DOC[s],
+            "add_enum": ADD_ENUM[spec.SEMIRING_ADD[s]],
+            "mul_enum": MUL_ENUM[spec.SEMIRING_MUL[s]],
+            "zero_enum": IDENTITY_ENUM[spec.SEMIRING_ZERO[s]],
+            "one_enum": IDENTITY_ENUM[spec.SEMIRING_ONE[s]],
+        }
+        for s in spec.Semiring
+    ]
+    ops = [{"enum": spec.OP_ENUM[o], "short": o.value} for o in spec.Op]
+    types = [{"host": spec.TYPE_HOST[t], "short": t.value} for t in spec.Type]
+    return {"semirings": semirings, "ops": ops, "types": types, "kernels": kernels}
+
+
+def write_if_changed(path, text):
+    """Write text to path unless it already holds exactly that (keeps mtimes stable)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            if f.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
+    parser.add_argument("--outdir", required=True, help="folder for the generated headers")
+    parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
+    parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
+    args = parser.parse_args(argv)
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(args.templates),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    kernels = build_kernels(env)
+    context = header_context(kernels)
+
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in ("catalog.hpp", "catalog_sources.hpp"):
+        text = env.get_template(name + ".j2").render(**context)
+        write_if_changed(os.path.join(args.outdir, name), text)
+    if args.fragments:
+        os.makedirs(args.fragments, exist_ok=True)
+        for k in kernels:
+            write_if_changed(os.path.join(args.fragments, k.name + ".cu"), k.source)
+    if args.list:
+        for k in kernels:
+            print(f"{k.id:3d} {k.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tropical/jit/nvrtc.hpp"
+
+namespace tropical::jit {
+
+/// Version of the on-disk entry format; part of every key.
+inline constexpr std::uint32_t kCacheFormatVersion = 1;
+
+/// Everything that determines a compiled image. Its SHA-256 names the entry;
+/// the full serialized key is stored in the entry and compared on load.
+struct CacheKey {
+  std::string kernel_name;           ///< symbol of the kernel
+  std::string source_digest;         ///< hex SHA-256 of the fragment
+  std::vector<std::string> options;  ///< NVRTC options, in order
+  int arch = 0;                      ///< target sm_XY as 10 * major + minor
+  std::string compiler;              ///< nvrtc_identity()
+
+  /// Canonical, unambiguous bytes of every field plus kCacheFormatVersion.
+  std::string serialize() const;
+  /// Hex SHA-256 of serialize(): the entry's file name.
+  std::string digest() const;
+};
+
+/// Stages of writing an entry, reported to CacheConfig::test_hook (crash tests).
+enum class WriteStage { kLocked, kCompiled, kTempWritten, kSynced, kRenamed };
+
+/// Where the cache lives and how large it may grow.
+struct CacheConfig {
+  std::filesystem::path dir;                   ///< entries live here
+  std::uint64_t max_bytes = 1ull << 30;        ///< LRU eviction above this
+  bool enabled = true;                         ///< false: no disk tier at all
+  std::function<void(WriteStage)> test_hook;   ///< called at each write stage (tests only)
+
+  /// $TROPICAL_CACHE_DIR, else $XDG_CACHE_HOME/tropical, else ~/.cache/tropical;
+  /// TROPICAL_CACHE_MAX_SIZE (bytes, or with a K/M/G suffix); TROPICAL_CACHE_DISABLE=1.
+  /// Throws InvalidArgument for a malformed size.
+  static CacheConfig from_env();
+};
+
+/// Counters of cache activity, for the process or the whole machine.
+struct CacheStats {
+  std::uint64_t hits = 0;           ///< entries loaded and verified
+  std::uint64_t misses = 0;         ///< lookups that found no usable entry
+  std::uint64_t compiles = 0;       ///< images compiled to fill a miss
+  std::uint64_t evictions = 0;      ///< entries removed by the size limit
+  std::uint64_t errors = 0;         ///< corrupt/foreign entries and I/O failures
+  std::uint64_t bytes_written = 0;  ///< entry bytes written
+  std::uint64_t bytes_read = 0;     ///< entry bytes read on hits
+  std::uint64_t compile_ns = 0;     ///< time spent in compile callbacks
+  std::uint64_t load_ns = 0;        ///< time spent reading and verifying hits
+};
+
+/// What is in the cache directory now.
+struct CacheInfo {
+  std::filesystem::path dir;
+  bool enabled = false;      ///< false if disabled or degraded to memory only
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t max_bytes = 0;
+};
+
+/// Persistent store of compiled images shared by every process of the user on
+/// the machine. All members are thread-safe; none throws on disk problems:
+/// an unusable directory degrades to compiling without storing, with one warning.
+class DiskCache {
+ public:
+  explicit DiskCache(CacheConfig config);
+  ~DiskCache();
+  DiskCache(const DiskCache&) = delete;
+  DiskCache& operator=(const DiskCache&) = delete;
+
+  /// A verified entry for key, or nullopt. Never blocks on a writer; a bad
+  /// entry counts as an error and a miss.
+  std::optional<CompiledImage> load(const CacheKey& key);
+
+  /// The image for key: from disk, or from compile() run while holding the
+  /// key's cross-process lock (after looking again), then stored. Exactly one
+  /// caller machine-wide compiles a key at a time; the others wait and read.
+  /// Sets *compiled to whether this call compiled. Exceptions from compile()
+  /// propagate and nothing is stored.
+  CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
+                               bool* compiled = nullptr);
+
+  /// Machine-wide counters (kept in the cache directory); zeros when disabled.
+  CacheStats machine_stats() const;
+  /// This process's counters.
+  CacheStats process_stats() const;
+  /// Removes every entry (and resets nothing else). Returns the number removed.
+  std::uint64_t clear();
+  /// Directory, state and size.
+  CacheInfo info() const;
+  /// True if entries are read and written (not disabled, not degraded).
+  bool enabled() const noexcept;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace tropical::jit

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tropical/jit/kernel_source.hpp"
+
+namespace tropical::jit {
+
+/// Machine code for one kernel and one target: CUBIN for the exact sm_XY, and
+/// PTX for a driver newer than the compiler.
+struct CompiledImage {
+  std::vector<std::byte> cubin;
+  std::string ptx;
+};
+
+/// The fixed NVRTC option list used for every compile for `sm_<arch>`
+/// (arch = 10 * major + minor, e.g. 90), in the order it is passed.
+std::vector<std::string> compile_options(int arch);
+
+/// Compiles `kernel.source` alone to CUBIN and PTX for sm_<arch> with
+/// compile_options(arch). Opens libnvrtc with dlopen on the first call.
+/// Thread-safe. Throws CompileError (with the NVRTC log and options) if the
+/// fragment does not compile or NVRTC prints any warning, Unavailable if
+/// libnvrtc cannot be loaded.
+CompiledImage compile(const KernelSource& kernel, int arch);
+
+/// Identity of the NVRTC that compile() would use (its resolved file name,
+/// e.g. "libnvrtc.so.13.0.88"), found without loading it; part of cache keys.
+const std::string& nvrtc_identity();
+
+/// NVRTC's own version, "major.minor"; loads libnvrtc. Throws Unavailable.
+std::string nvrtc_version();
+
+/// True once this process has loaded libnvrtc (through compile or nvrtc_version).
+bool nvrtc_loaded() noexcept;
+
+}  // namespace tropical::jit

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <cstdint>
+
+namespace tropical {
+
+/// The addition of a semiring: which of two values the reduction keeps.
+enum class AddKind : std::uint8_t { kMax, kMin };
+
+/// The multiplication of a semiring: ordinary sum or product (saturating for integers).
+enum class MulKind : std::uint8_t { kAdd, kMul };
+
+/// A semiring identity: kLowest/kHighest are -inf/+inf for floats and
+/// numeric_limits<T>::lowest()/max() for integers; kZero/kOne are 0 and 1.
+enum class Identity : std::uint8_t { kLowest, kHighest, kZero, kOne };
+
+/// Matrix storage of an operand: as is, or transposed (row-major either way).
+enum class Trans : std::uint8_t { kNo, kYes };
+
+}  // namespace tropical
