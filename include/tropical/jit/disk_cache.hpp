@@ -60,19 +60,22 @@ struct CacheStats {
 
 /// What is in the cache directory now.
 struct CacheInfo {
-  std::filesystem::path dir;
-  bool enabled = false;      ///< false if disabled or degraded to memory only
-  std::uint64_t entries = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t max_bytes = 0;
+  std::filesystem::path dir;  ///< the configured directory
+  bool enabled = false;       ///< false if disabled or degraded to memory only
+  std::uint64_t entries = 0;  ///< entry files present
+  std::uint64_t bytes = 0;    ///< their total size
+  std::uint64_t max_bytes = 0;  ///< the eviction limit
 };
 
 /// Persistent store of compiled images shared by every process of the user on
 /// the machine. All members are thread-safe; none throws on disk problems:
-/// an unusable directory degrades to compiling without storing, with one warning.
+/// an unusable directory degrades to compiling without storing, with one
+/// warning on stderr per directory per process.
 class DiskCache {
  public:
+  /// Opens (creating it 0700 if needed) config.dir unless disabled; never throws on disk problems.
   explicit DiskCache(CacheConfig config);
+  /// Releases the mapping of the statistics file; lock files stay open for the process.
   ~DiskCache();
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
@@ -91,14 +94,17 @@ class DiskCache {
 
   /// Machine-wide counters (kept in the cache directory); zeros when disabled.
   CacheStats machine_stats() const;
-  /// This process's counters.
+  /// This process's counters, as counted through this object (one per process in normal use).
   CacheStats process_stats() const;
-  /// Removes every entry (and resets nothing else). Returns the number removed.
+  /// Removes every entry (not the lock files, not the statistics) and temporary
+  /// files older than an hour. Returns the number of entries removed.
   std::uint64_t clear();
   /// Directory, state and size.
   CacheInfo info() const;
   /// True if entries are read and written (not disabled, not degraded).
   bool enabled() const noexcept;
+  /// The file that holds (or would hold) the entry for key.
+  std::filesystem::path entry_path(const CacheKey& key) const;
 
  private:
   struct Impl;

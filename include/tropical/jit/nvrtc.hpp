@@ -16,7 +16,17 @@ struct CompiledImage {
 };
 
 /// The fixed NVRTC option list used for every compile for `sm_<arch>`
-/// (arch = 10 * major + minor, e.g. 90), in the order it is passed.
+/// (arch = 10 * major + minor, e.g. 90), in the order it is passed:
+///   --gpu-architecture=sm_<arch>  a real architecture, so NVRTC emits CUBIN
+///                                 (it emits none for a virtual compute_XY);
+///   --std=c++17                   the dialect the fragments are written in,
+///                                 pinned so a new NVRTC default cannot change it;
+///   --fmad=false                  no a*b+c contraction into FMA, so every
+///                                 product and sum rounds as the CPU reference does;
+///   --ftz=false                   keep float subnormals (NVRTC's default, pinned),
+///                                 so max/min/+ see the same values as the CPU.
+/// No option turns warnings into errors (NVRTC 13 has none); compile() rejects
+/// any log that reports a warning instead.
 std::vector<std::string> compile_options(int arch);
 
 /// Compiles `kernel.source` alone to CUBIN and PTX for sm_<arch> with
@@ -26,8 +36,9 @@ std::vector<std::string> compile_options(int arch);
 /// libnvrtc cannot be loaded.
 CompiledImage compile(const KernelSource& kernel, int arch);
 
-/// Identity of the NVRTC that compile() would use (its resolved file name,
-/// e.g. "libnvrtc.so.13.0.88"), found without loading it; part of cache keys.
+/// Identity of the NVRTC that compile() would use (its resolved file name and
+/// size, e.g. "libnvrtc.so.13:109338064"), found without loading it; part of
+/// cache keys. Thread-safe; computed once per process; never throws Unavailable.
 const std::string& nvrtc_identity();
 
 /// NVRTC's own version, "major.minor"; loads libnvrtc. Throws Unavailable.

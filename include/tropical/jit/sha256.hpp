@@ -12,17 +12,21 @@ namespace tropical::jit {
 /// SHA-256 (FIPS 180-4), incremental: update() any number of times, then digest().
 class Sha256 {
  public:
+  /// The 32-byte hash value.
   using Digest = std::array<std::uint8_t, 32>;
 
+  /// An empty hash state; not thread-safe (one object per thread).
   Sha256() noexcept;
-  /// Feeds bytes into the hash.
+  /// Feeds bytes into the hash; any split of a message gives the same digest.
   void update(std::span<const std::byte> data) noexcept;
+  /// Feeds the characters of data into the hash.
   void update(std::string_view data) noexcept;
-  /// Finishes the hash; the object must not be updated afterwards.
+  /// Finishes the hash; the object must not be updated or finished again afterwards.
   Digest digest() noexcept;
 
-  /// One-shot helpers.
+  /// The SHA-256 of data in one call.
   static Digest of(std::string_view data) noexcept;
+  /// The digest as 64 lower-case hexadecimal characters.
   static std::string hex(const Digest& digest);
 
  private:

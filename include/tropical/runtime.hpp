@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tropical/catalog.hpp"
+#include "tropical/jit/disk_cache.hpp"
+#include "tropical/jit/registry.hpp"
+
+namespace tropical {
+
+/// The process-wide registry of the generated catalog behind every product,
+/// with the disk cache configured from the environment (see CacheConfig::from_env).
+/// Created on first use and never destroyed. Throws InvalidArgument for a
+/// malformed TROPICAL_CACHE_MAX_SIZE.
+jit::Registry& registry();
+
+/// Compiles `kernels` (the whole catalog if empty) for sm_<arch> into memory
+/// and the disk cache on `threads` workers (0: every core). Needs no GPU.
+jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels = {}, unsigned threads = 0,
+                     const jit::WarmProgress& progress = {});
+
+/// Compute capability of a device as 10 * major + minor (90 for an H100).
+/// Throws Unavailable without a driver or GPU.
+int device_arch(int device = 0);
+
+/// What the library has done: per kernel in this process, and for the cache.
+struct Stats {
+  std::vector<jit::KernelStats> kernels;  ///< indexed by KernelId
+  jit::CacheStats process;                ///< disk cache, this process
+  jit::CacheStats machine;                ///< disk cache, every process of this user
+};
+
+/// A snapshot of the counters.
+Stats stats();
+
+/// Removes every entry of the disk cache; returns how many were removed.
+std::uint64_t clear();
+
+/// Where the disk cache is and how full.
+jit::CacheInfo info();
+
+}  // namespace tropical

@@ -1,0 +1,34 @@
+#include "tropical/runtime.hpp"
+
+#include "tropical/catalog_sources.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical {
+
+jit::Registry& registry() {
+  // Leaked on purpose: no destructor may unload modules while the driver
+  // tears itself down at exit.
+  static jit::Registry* const instance = new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env());
+  return *instance;
+}
+
+jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels, unsigned threads,
+                     const jit::WarmProgress& progress) {
+  std::vector<std::uint32_t> ids;
+  ids.reserve(kernels.size());
+  for (auto id : kernels) ids.push_back(static_cast<std::uint32_t>(id));
+  return registry().warm(ids, arch, threads, progress);
+}
+
+int device_arch(int device) { return jit::driver::device_arch(device); }
+
+Stats stats() {
+  auto& r = registry();
+  return Stats{r.stats(), r.disk().process_stats(), r.disk().machine_stats()};
+}
+
+std::uint64_t clear() { return registry().disk().clear(); }
+
+jit::CacheInfo info() { return registry().disk().info(); }
+
+}  // namespace tropical

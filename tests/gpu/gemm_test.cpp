@@ -1,0 +1,252 @@
+// Every kernel of the catalog against the CPU reference on a real GPU:
+// random data, sizes that are no multiple of any tile, infinities, integer
+// extremes, transposes, and a product over 2048. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <array>
+#include <type_traits>
+#include <vector>
+
+#include "tropical/tropical.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical {
+namespace {
+
+namespace drv = jit::driver;
+
+/// Device buffer of n elements of T, freed on destruction.
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : n_(std::max<std::size_t>(n, 1)) {
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuMemAlloc(&ptr_, n_ * sizeof(T)), "cuMemAlloc");
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  ~DeviceBuffer() {
+    drv::ScopedContext context(0);
+    drv::api().cuMemFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void upload(const std::vector<T>& host) {
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuMemcpyHtoD(ptr_, host.data(), host.size() * sizeof(T)), "cuMemcpyHtoD");
+  }
+  std::vector<T> download(std::size_t n) const {
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuCtxSynchronize(), "cuCtxSynchronize");
+    std::vector<T> host(n);
+    drv::check(drv::api().cuMemcpyDtoH(host.data(), ptr_, n * sizeof(T)), "cuMemcpyDtoH");
+    return host;
+  }
+  T* get() const { return reinterpret_cast<T*>(ptr_); }
+
+ private:
+  std::size_t n_;
+  CUdeviceptr ptr_ = 0;
+};
+
+/// Random operands for semiring S: finite values, some infinities or extremes.
+template <class S, class T>
+std::vector<T> random_matrix(std::size_t n, std::mt19937_64& rng, bool extremes) {
+  std::vector<T> v(n);
+  const bool nonneg = S::kMul == MulKind::kMul;
+  std::uniform_int_distribution<int> small(nonneg ? 0 : -1000, 1000);
+  std::uniform_int_distribution<int> pick(0, 99);
+  for (auto& x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      x = static_cast<T>(small(rng)) / T(37);
+    } else {
+      x = static_cast<T>(small(rng));
+    }
+    if (!extremes) continue;
+    const int p = pick(rng);
+    if (p < 4) x = std::numeric_limits<T>::max();  // +inf for MinPlus, saturates elsewhere
+    else if (p < 8 && !nonneg) x = std::numeric_limits<T>::lowest();
+    if constexpr (std::is_floating_point_v<T>) {
+      if (p < 4) x = std::numeric_limits<T>::infinity();
+      else if (p < 8 && !nonneg) x = -std::numeric_limits<T>::infinity();
+    } else if (p >= 8 && p < 12 && !nonneg) {
+      // Large values whose sums overflow without saturation.
+      x = (p % 2 ? 1 : -1) * (std::numeric_limits<T>::max() / 3 * 2);
+    }
+  }
+  return v;
+}
+
+struct Shape {
+  std::int64_t m, n, k;
+  Trans ta, tb;
+};
+
+std::string describe(const Shape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+         (s.ta == Trans::kYes ? " A^T" : "") + (s.tb == Trans::kYes ? " B^T" : "");
+}
+
+const std::vector<Shape> kShapes = {
+    {1, 1, 1, Trans::kNo, Trans::kNo},      {7, 7, 7, Trans::kNo, Trans::kNo},
+    {129, 65, 129, Trans::kNo, Trans::kNo}, {1000, 7, 129, Trans::kYes, Trans::kNo},
+    {33, 1000, 17, Trans::kNo, Trans::kYes}, {129, 129, 1000, Trans::kYes, Trans::kYes},
+    {5, 3, 0, Trans::kNo, Trans::kNo},
+};
+const Shape kLarge = {2049, 65, 2050, Trans::kNo, Trans::kNo};
+
+template <class P>
+class GpuCatalog : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!drv::available()) {
+      GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
+    }
+  }
+};
+
+template <class S, class T>
+struct Pair {
+  using Semi = S;
+  using Elem = T;
+};
+using AllPairs = ::testing::Types<
+    Pair<MaxPlus, float>, Pair<MaxPlus, double>, Pair<MaxPlus, std::int32_t>, Pair<MaxPlus, std::int64_t>,
+    Pair<MinPlus, float>, Pair<MinPlus, double>, Pair<MinPlus, std::int32_t>, Pair<MinPlus, std::int64_t>,
+    Pair<MaxMul, float>, Pair<MaxMul, double>, Pair<MaxMul, std::int32_t>, Pair<MaxMul, std::int64_t>>;
+TYPED_TEST_SUITE(GpuCatalog, AllPairs);
+
+template <class T>
+void expect_equal(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool same = got[i] == want[i] || (std::is_floating_point_v<T> && got[i] != got[i] && want[i] != want[i]);
+    if (!same && bad++ < 5) ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+template <class S, class T>
+void check_gemm(const Shape& s, std::uint64_t seed, bool extremes) {
+  std::mt19937_64 rng(seed);
+  const std::int64_t lda = (s.ta == Trans::kYes ? s.m : s.k) + 3;  // padded rows
+  const std::int64_t ldb = (s.tb == Trans::kYes ? s.k : s.n) + 1;
+  const std::int64_t ldc = s.n + 2;
+  const std::int64_t rows_a = s.ta == Trans::kYes ? s.k : s.m;
+  const std::int64_t rows_b = s.tb == Trans::kYes ? s.n : s.k;
+  const auto a = random_matrix<S, T>(static_cast<std::size_t>(rows_a * lda), rng, extremes);
+  const auto b = random_matrix<S, T>(static_cast<std::size_t>(rows_b * ldb), rng, extremes);
+  const std::size_t c_size = static_cast<std::size_t>(s.m * ldc);
+  std::vector<T> want(c_size, T(42)), want_arg_c(c_size, T(42));
+  std::vector<std::int32_t> want_arg(c_size, 7);
+  reference::gemm<S, T>(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, want.data(), ldc);
+  reference::gemm_argmax<S, T>(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, want_arg_c.data(), ldc,
+                               want_arg.data(), ldc);
+
+  DeviceBuffer<T> da(a), db(b), dc(std::vector<T>(c_size, T(42)));
+  gemm<S, T>(s.ta, s.tb, s.m, s.n, s.k, da.get(), lda, db.get(), ldb, dc.get(), ldc);
+  expect_equal(dc.download(c_size), want, "gemm " + describe(s));
+
+  DeviceBuffer<T> dc2(std::vector<T>(c_size, T(42)));
+  DeviceBuffer<std::int32_t> darg(std::vector<std::int32_t>(c_size, 7));
+  gemm_argmax<S, T>(s.ta, s.tb, s.m, s.n, s.k, da.get(), lda, db.get(), ldb, dc2.get(), ldc, darg.get(), ldc);
+  expect_equal(dc2.download(c_size), want_arg_c, "gemm_argmax values " + describe(s));
+  expect_equal(darg.download(c_size), want_arg, "gemm_argmax indices " + describe(s));
+
+  if constexpr (kInCatalog<S, T, Op::kBackwardA>) {
+    const auto gc = random_matrix<MaxPlus, T>(c_size, rng, false);
+    const std::size_t ga_size = static_cast<std::size_t>(rows_a * lda), gb_size = static_cast<std::size_t>(rows_b * ldb);
+    std::vector<T> want_ga(ga_size, T(9)), want_gb(gb_size, T(9));
+    reference::backward_a<S, T>(s.ta, s.tb, s.m, s.n, s.k, gc.data(), ldc, want_arg.data(), ldc, b.data(), ldb,
+                                want_ga.data(), lda);
+    reference::backward_b<S, T>(s.ta, s.tb, s.m, s.n, s.k, gc.data(), ldc, want_arg.data(), ldc, a.data(), lda,
+                                want_gb.data(), ldb);
+    DeviceBuffer<T> dgc(gc), dga(std::vector<T>(ga_size, T(9))), dgb(std::vector<T>(gb_size, T(9)));
+    backward_a<S, T>(s.ta, s.tb, s.m, s.n, s.k, dgc.get(), ldc, darg.get(), ldc, db.get(), ldb, dga.get(), lda);
+    backward_b<S, T>(s.ta, s.tb, s.m, s.n, s.k, dgc.get(), ldc, darg.get(), ldc, da.get(), lda, dgb.get(), ldb);
+    // Atomic sums add in any order: compare with a relative tolerance.
+    for (auto [got, want, name] : {std::tuple{dga.download(ga_size), want_ga, "backward_a"},
+                                   std::tuple{dgb.download(gb_size), want_gb, "backward_b"}}) {
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const T tol = T(1e-4) * std::max(T(1), std::abs(want[i]));
+        const bool ok = (std::isnan(want[i]) && std::isnan(got[i])) || (std::isinf(want[i]) && got[i] == want[i]) ||
+                        std::abs(got[i] - want[i]) <= tol;
+        if (!ok && bad++ < 5) ADD_FAILURE() << name << " " << describe(s) << ": element " << i << " is " << got[i] << ", want " << want[i];
+      }
+      EXPECT_EQ(bad, 0u);
+    }
+  }
+}
+
+TYPED_TEST(GpuCatalog, every_op_matches_the_reference_on_random_data) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::uint64_t seed = 1;
+  for (const auto& s : kShapes) check_gemm<S, T>(s, seed++, false);
+}
+
+TYPED_TEST(GpuCatalog, every_op_matches_the_reference_with_infinities_and_extremes) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::uint64_t seed = 100;
+  for (const auto& s : kShapes) check_gemm<S, T>(s, seed++, true);
+}
+
+TYPED_TEST(GpuCatalog, a_product_over_2048_matches_the_reference) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  check_gemm<S, T>(kLarge, 7, true);
+}
+
+TYPED_TEST(GpuCatalog, batched_matches_independent_reference_products) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::mt19937_64 rng(5);
+  for (const auto& [m, n, k, batch] : std::vector<std::array<std::int64_t, 4>>{{7, 9, 13, 70000}, {129, 65, 33, 3}, {64, 64, 64, 17}}) {
+    const std::int64_t sa = m * k + 5, sb = k * n, sc = m * n + 1;
+    const auto a = random_matrix<S, T>(static_cast<std::size_t>(sa * batch), rng, true);
+    const auto b = random_matrix<S, T>(static_cast<std::size_t>(sb * batch), rng, true);
+    const std::size_t c_size = static_cast<std::size_t>(sc * batch);
+    std::vector<T> want(c_size, T(3));
+    reference::gemm_batched<S, T>(Trans::kNo, Trans::kNo, m, n, k, a.data(), k, sa, b.data(), n, sb, want.data(), n,
+                                  sc, batch);
+    DeviceBuffer<T> da(a), db(b), dc(std::vector<T>(c_size, T(3)));
+    gemm_batched<S, T>(Trans::kNo, Trans::kNo, m, n, k, da.get(), k, sa, db.get(), n, sb, dc.get(), n, sc, batch);
+    expect_equal(dc.download(c_size), want, "gemm_batched " + std::to_string(batch) + " x " + std::to_string(m));
+  }
+}
+
+TEST(GpuApi, host_pointer_is_rejected_with_invalid_argument) {
+  if (!drv::available()) {
+    GTEST_SKIP() << "no CUDA device";
+  }
+  std::vector<float> host(16);
+  DeviceBuffer<float> dev(16);
+  EXPECT_THROW((gemm<MaxPlus, float>(4, 4, 1, host.data(), dev.get(), dev.get())), InvalidArgument);
+  EXPECT_THROW((gemm<MaxPlus, float>(4, 4, 1, nullptr, dev.get(), dev.get())), InvalidArgument);
+}
+
+TEST(GpuApi, kernels_on_two_devices) {
+  if (!drv::available()) {
+    GTEST_SKIP() << "no CUDA device";
+  }
+  if (drv::device_count() < 2) {
+    GTEST_SKIP() << "one GPU only: the two-device test needs two";
+  }
+  // Images are shared per arch; each device gets its own module.
+  for (int d = 0; d < 2; ++d) EXPECT_NE(registry().function(0, d), nullptr);
+  EXPECT_NE(registry().function(0, 0), registry().function(0, 1));
+}
+
+}  // namespace
+}  // namespace tropical
