@@ -1,1 +1,1207 @@
+#include "tropical/jit/disk_cache.hpp"
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <latch>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tropical/error.hpp"
+#include "tropical/jit/sha256.hpp"
+
+namespace tropical::jit {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// ---------------------------------------------------------------------------
+// Fixtures and helpers.
+
+CacheKey make_key(int i) {
+  return CacheKey{"tropical_gemm_maxplus_f32_" + std::to_string(100 + i),
+                  Sha256::hex(Sha256::of("fragment " + std::to_string(i))),
+                  {"--gpu-architecture=sm_90", "-std=c++17", "-DTILE=" + std::to_string(100 + i)},
+                  90,
+                  "libnvrtc.so.13.0.88"};
+}
+
+CompiledImage make_image(int i, std::size_t cubin_size = 4096) {
+  CompiledImage image;
+  image.cubin.resize(cubin_size);
+  for (std::size_t j = 0; j < cubin_size; ++j) {
+    image.cubin[j] = static_cast<std::byte>((static_cast<std::size_t>(i) * 131 + j * 7 + (j >> 8)) & 0xff);
+  }
+  image.ptx = ".version 8.0\n.target sm_90\n// kernel " + std::to_string(100 + i) + "\n";
+  return image;
+}
+
+bool same(const CompiledImage& a, const CompiledImage& b) { return a.cubin == b.cubin && a.ptx == b.ptx; }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+mode_t mode_of(const fs::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+void set_mtime(const fs::path& path, std::chrono::seconds ago) {
+  timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = ::time(nullptr) - ago.count();
+  times[0].tv_nsec = times[1].tv_nsec = 0;
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+
+// A fresh directory per test, removed afterwards.
+class DiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "tropical_cache_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    dir_ = root_ / "cache";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+  }
+
+  CacheConfig config(std::uint64_t max_bytes = 1ull << 30) const {
+    CacheConfig c;
+    c.dir = dir_;
+    c.max_bytes = max_bytes;
+    return c;
+  }
+
+  // The size of the entry file make_key(i) / make_image(i, cubin_size) produce.
+  std::uint64_t entry_size(std::size_t cubin_size = 4096) const {
+    CacheConfig c;
+    c.dir = root_ / "measure";
+    DiskCache cache(c);
+    cache.get_or_compile(make_key(0), [&] { return make_image(0, cubin_size); });
+    return fs::file_size(cache.entry_path(make_key(0)));
+  }
+
+  fs::path root_;
+  fs::path dir_;
+};
+
+// A forked child running body() under an alarm, and waits on it bounded in time.
+struct Outcome {
+  bool timed_out = false;
+  int exit_code = -1;  ///< the child's exit status, or -1 if it did not exit
+  int signal = 0;      ///< the signal that ended it, or 0
+  std::string err;     ///< what it wrote to stderr, if captured
+};
+
+class Child {
+ public:
+  explicit Child(const std::function<int()>& body, bool capture_stderr = false, unsigned alarm_s = 20) {
+    int pipe_fds[2] = {-1, -1};
+    if (capture_stderr && ::pipe(pipe_fds) != 0) std::abort();
+    std::fflush(nullptr);
+    pid_ = ::fork();
+    if (pid_ < 0) std::abort();
+    if (pid_ == 0) {
+      if (capture_stderr) {
+        ::dup2(pipe_fds[1], STDERR_FILENO);
+        ::close(pipe_fds[0]);
+        ::close(pipe_fds[1]);
+      }
+      ::alarm(alarm_s);
+      int code = 100;
+      try {
+        code = body();
+      } catch (...) {
+        code = 101;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    if (capture_stderr) {
+      ::close(pipe_fds[1]);
+      err_fd_ = pipe_fds[0];
+    }
+  }
+
+  Outcome wait(std::chrono::milliseconds timeout = 30s) {
+    Outcome outcome;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        outcome.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+    if (err_fd_ >= 0) {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = ::read(err_fd_, buffer, sizeof buffer)) > 0) outcome.err.append(buffer, static_cast<size_t>(n));
+      ::close(err_fd_);
+      err_fd_ = -1;
+    }
+    return outcome;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int err_fd_ = -1;
+};
+
+// Counters in memory shared with forked children.
+class SharedCounters {
+ public:
+  explicit SharedCounters(std::size_t n) : n_(n) {
+    void* map = ::mmap(nullptr, n * sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) std::abort();
+    words_ = static_cast<std::uint64_t*>(map);
+  }
+  ~SharedCounters() { ::munmap(words_, n_ * sizeof(std::uint64_t)); }
+  SharedCounters(const SharedCounters&) = delete;
+  SharedCounters& operator=(const SharedCounters&) = delete;
+  std::uint64_t add(std::size_t i) { return std::atomic_ref<std::uint64_t>(words_[i]).fetch_add(1) + 1; }
+  std::uint64_t get(std::size_t i) const { return std::atomic_ref<std::uint64_t>(words_[i]).load(); }
+
+ private:
+  std::size_t n_;
+  std::uint64_t* words_;
+};
+
+// ---------------------------------------------------------------------------
+// Keys.
+
+TEST(CacheKey, digest_is_hex_sha256_of_serialization) {
+  const CacheKey key = make_key(1);
+  EXPECT_EQ(key.digest(), Sha256::hex(Sha256::of(key.serialize())));
+  EXPECT_EQ(key.digest().size(), 64u);
+}
+
+TEST(CacheKey, every_field_changes_the_digest) {
+  const CacheKey base = make_key(1);
+  std::vector<CacheKey> variants(6, base);
+  variants[0].kernel_name += "x";
+  variants[1].source_digest[0] = variants[1].source_digest[0] == 'a' ? 'b' : 'a';
+  variants[2].options.push_back("-lineinfo");
+  std::swap(variants[3].options[0], variants[3].options[1]);
+  variants[4].arch = 100;
+  variants[5].compiler = "libnvrtc.so.13.1.0";
+  for (const auto& variant : variants) EXPECT_NE(variant.digest(), base.digest());
+}
+
+TEST(CacheKey, field_boundaries_are_unambiguous) {
+  CacheKey a = make_key(1), b = make_key(1);
+  a.options = {"ab", "c"};
+  b.options = {"a", "bc"};
+  EXPECT_NE(a.serialize(), b.serialize());
+  a = b = make_key(1);
+  a.kernel_name = "k";
+  a.source_digest = "xy";
+  b.kernel_name = "kx";
+  b.source_digest = "y";
+  EXPECT_NE(a.serialize(), b.serialize());
+  a = b = make_key(1);
+  a.options = {""};
+  b.options = {};
+  EXPECT_NE(a.serialize(), b.serialize());
+}
+
+TEST(CacheKey, serialization_is_deterministic) { EXPECT_EQ(make_key(3).serialize(), make_key(3).serialize()); }
+
+// ---------------------------------------------------------------------------
+// One process.
+
+TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
+  DiskCache cache(config());
+  int calls = 0;
+  bool compiled = false;
+  const auto compile = [&] {
+    ++calls;
+    return make_image(1);
+  };
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), compile, &compiled), make_image(1)));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), compile, &compiled), make_image(1)));
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(calls, 1);
+
+  DiskCache other(config());
+  const auto loaded = other.load(make_key(1));
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(same(*loaded, make_image(1)));
+
+  const CacheStats stats = cache.process_stats();
+  EXPECT_EQ(stats.misses, 1u);
+  EXPECT_EQ(stats.hits, 1u);
+  EXPECT_EQ(stats.compiles, 1u);
+  EXPECT_EQ(stats.errors, 0u);
+  EXPECT_EQ(stats.bytes_written, fs::file_size(cache.entry_path(make_key(1))));
+  EXPECT_EQ(stats.bytes_read, stats.bytes_written);
+}
+
+TEST_F(DiskCacheTest, absent_key_is_a_miss_but_not_an_error) {
+  DiskCache cache(config());
+  EXPECT_FALSE(cache.load(make_key(7)).has_value());
+  EXPECT_EQ(cache.process_stats().misses, 1u);
+  EXPECT_EQ(cache.process_stats().errors, 0u);
+}
+
+TEST_F(DiskCacheTest, different_keys_get_different_entries) {
+  DiskCache cache(config());
+  for (int i = 0; i < 4; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  for (int i = 0; i < 4; ++i) {
+    const auto loaded = cache.load(make_key(i));
+    ASSERT_TRUE(loaded.has_value());
+    EXPECT_TRUE(same(*loaded, make_image(i)));
+  }
+  EXPECT_EQ(cache.info().entries, 4u);
+}
+
+TEST_F(DiskCacheTest, empty_and_large_images_round_trip) {
+  DiskCache cache(config());
+  CompiledImage empty;
+  cache.get_or_compile(make_key(1), [&] { return empty; });
+  const CompiledImage large = make_image(2, 5 << 20);
+  cache.get_or_compile(make_key(2), [&] { return large; });
+  DiskCache other(config());
+  const auto loaded_empty = other.load(make_key(1));
+  const auto loaded_large = other.load(make_key(2));
+  ASSERT_TRUE(loaded_empty && loaded_large);
+  EXPECT_TRUE(same(*loaded_empty, empty));
+  EXPECT_TRUE(same(*loaded_large, large));
+}
+
+TEST_F(DiskCacheTest, write_stages_are_reported_in_order) {
+  std::vector<WriteStage> stages;
+  CacheConfig c = config();
+  c.test_hook = [&](WriteStage stage) { stages.push_back(stage); };
+  DiskCache cache(c);
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  EXPECT_EQ(stages, (std::vector<WriteStage>{WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
+                                             WriteStage::kSynced, WriteStage::kRenamed}));
+  stages.clear();
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  EXPECT_TRUE(stages.empty()) << "a hit takes no lock and writes nothing";
+}
+
+TEST_F(DiskCacheTest, compile_exception_propagates_stores_nothing_and_releases_the_lock) {
+  DiskCache cache(config());
+  EXPECT_THROW(cache.get_or_compile(make_key(1), []() -> CompiledImage { throw std::runtime_error("nvrtc"); }),
+               std::runtime_error);
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  EXPECT_EQ(cache.process_stats().compiles, 0u);
+
+  // Another process can take the lock at once.
+  Child child([&] {
+    DiskCache cache_in_child(config());
+    bool compiled = false;
+    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    return compiled && same(image, make_image(1)) ? 0 : 1;
+  });
+  const Outcome outcome = child.wait(20s);
+  EXPECT_FALSE(outcome.timed_out);
+  EXPECT_EQ(outcome.exit_code, 0);
+
+  // And so can this one.
+  bool compiled = true;
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_FALSE(compiled);
+}
+
+TEST_F(DiskCacheTest, temporary_files_are_not_left_behind_after_stores) {
+  DiskCache cache(config());
+  for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  for (const auto& item : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(item.path().filename().string().rfind("tmp.", 0), std::string::npos) << item.path();
+  }
+}
+
+TEST_F(DiskCacheTest, no_descriptors_stay_open_after_lookups_and_stores) {
+  const auto open_descriptors = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator());
+  };
+  DiskCache cache(config());
+  const auto before = open_descriptors();
+  for (int i = 0; i < 20; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(cache.load(make_key(i)).has_value());
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+// ---------------------------------------------------------------------------
+// Several processes and threads.
+
+TEST_F(DiskCacheTest, second_process_reads_entry_without_compiling) {
+  Child writer([&] {
+    DiskCache cache(config());
+    bool compiled = false;
+    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    return compiled && same(image, make_image(1)) ? 0 : 1;
+  });
+  ASSERT_EQ(writer.wait().exit_code, 0);
+
+  Child reader([&] {
+    DiskCache cache(config());
+    int calls = 0;
+    bool compiled = true;
+    const auto image = cache.get_or_compile(
+        make_key(1),
+        [&] {
+          ++calls;
+          return make_image(1);
+        },
+        &compiled);
+    if (calls != 0 || compiled) return 2;
+    return same(image, make_image(1)) ? 0 : 3;
+  });
+  ASSERT_EQ(reader.wait().exit_code, 0);
+
+  DiskCache cache(config());
+  EXPECT_EQ(cache.machine_stats().compiles, 1u);
+  EXPECT_EQ(cache.machine_stats().hits, 1u);
+}
+
+TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once) {
+  constexpr int kProcesses = 8;
+  constexpr int kKeys = 5;
+  SharedCounters compiles(kKeys);
+  int barrier[2];
+  ASSERT_EQ(::pipe(barrier), 0);
+  std::vector<std::unique_ptr<Child>> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    children.push_back(std::make_unique<Child>([&, p] {
+      ::close(barrier[1]);
+      DiskCache cache(config());
+      char byte;
+      if (::read(barrier[0], &byte, 1) != 0) return 10;  // released together when the parent closes its end
+      for (int k = 0; k < kKeys; ++k) {
+        const int key = (k + p) % kKeys;  // different orders, so every key is contended
+        const auto image = cache.get_or_compile(make_key(key), [&] {
+          compiles.add(static_cast<std::size_t>(key));
+          std::this_thread::sleep_for(50ms);
+          return make_image(key);
+        });
+        if (!same(image, make_image(key))) return 20 + key;
+      }
+      return 0;
+    }));
+  }
+  ::close(barrier[0]);
+  std::this_thread::sleep_for(50ms);
+  ::close(barrier[1]);
+  for (auto& child : children) {
+    const Outcome outcome = child->wait(30s);
+    EXPECT_FALSE(outcome.timed_out);
+    EXPECT_EQ(outcome.exit_code, 0);
+  }
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(compiles.get(static_cast<std::size_t>(k)), 1u) << "key " << k;
+  DiskCache cache(config());
+  const CacheStats stats = cache.machine_stats();
+  EXPECT_EQ(stats.compiles, static_cast<std::uint64_t>(kKeys));
+  EXPECT_EQ(stats.misses, static_cast<std::uint64_t>(kKeys));
+  EXPECT_EQ(stats.hits, static_cast<std::uint64_t>(kProcesses * kKeys - kKeys));
+  EXPECT_EQ(stats.errors, 0u);
+}
+
+TEST_F(DiskCacheTest, threads_racing_on_one_key_compile_once) {
+  constexpr int kThreads = 8;
+  DiskCache cache(config());
+  std::atomic<int> calls{0};
+  std::atomic<int> wrong{0};
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      start.arrive_and_wait();
+      const auto image = cache.get_or_compile(make_key(1), [&] {
+        ++calls;
+        std::this_thread::sleep_for(50ms);
+        return make_image(1);
+      });
+      if (!same(image, make_image(1))) ++wrong;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(cache.process_stats().compiles, 1u);
+  EXPECT_EQ(cache.process_stats().hits, static_cast<std::uint64_t>(kThreads - 1));
+}
+
+TEST_F(DiskCacheTest, threads_of_two_caches_on_one_directory_compile_each_key_once) {
+  constexpr int kThreads = 8;
+  constexpr int kKeys = 12;
+  DiskCache first(config());
+  DiskCache second(config());
+  std::array<std::atomic<int>, kKeys> calls{};
+  std::atomic<int> wrong{0};
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      DiskCache& cache = t % 2 == 0 ? first : second;
+      start.arrive_and_wait();
+      for (int k = 0; k < kKeys; ++k) {
+        const int key = (k * 5 + t) % kKeys;
+        const auto image = cache.get_or_compile(make_key(key), [&] {
+          ++calls[static_cast<std::size_t>(key)];
+          std::this_thread::sleep_for(5ms);
+          return make_image(key);
+        });
+        if (!same(image, make_image(key))) ++wrong;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(calls[static_cast<std::size_t>(k)].load(), 1) << "key " << k;
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(DiskCacheTest, waiter_takes_over_when_the_lock_holder_is_killed) {
+  int holding[2];
+  ASSERT_EQ(::pipe(holding), 0);
+  CacheConfig dying = config();
+  dying.test_hook = [&](WriteStage stage) {
+    if (stage != WriteStage::kLocked) return;
+    const char byte = 1;
+    if (::write(holding[1], &byte, 1) != 1) std::abort();
+    std::this_thread::sleep_for(300ms);  // long enough for the waiter to block on the lock
+    ::raise(SIGKILL);
+  };
+  Child holder([&] {
+    DiskCache cache(dying);
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    return 1;
+  });
+  ::close(holding[1]);
+  char byte;
+  ASSERT_EQ(::read(holding[0], &byte, 1), 1);
+  ::close(holding[0]);
+
+  Child waiter([&] {
+    DiskCache cache(config());
+    bool compiled = false;
+    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    return compiled && same(image, make_image(1)) ? 0 : 1;
+  });
+  EXPECT_EQ(holder.wait().signal, SIGKILL);
+  const Outcome outcome = waiter.wait(20s);
+  EXPECT_FALSE(outcome.timed_out);
+  EXPECT_EQ(outcome.exit_code, 0);
+}
+
+// ---------------------------------------------------------------------------
+// A writer killed at each stage.
+
+class KilledWriter : public DiskCacheTest, public ::testing::WithParamInterface<WriteStage> {};
+
+TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
+  const WriteStage kill_at = GetParam();
+  CacheConfig dying = config();
+  dying.test_hook = [&](WriteStage stage) {
+    if (stage == kill_at) ::raise(SIGKILL);
+  };
+  Child writer([&] {
+    DiskCache cache(dying);
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    return 1;
+  });
+  EXPECT_EQ(writer.wait().signal, SIGKILL);
+
+  const bool renamed = kill_at == WriteStage::kRenamed;
+  DiskCache cache(config());
+  const auto loaded = cache.load(make_key(1));
+  EXPECT_EQ(loaded.has_value(), renamed);
+  if (loaded) {
+    EXPECT_TRUE(same(*loaded, make_image(1)));
+  }
+  EXPECT_EQ(cache.process_stats().errors, 0u) << "an unfinished write leaves no entry at all";
+
+  // The next writer neither hangs on the dead writer's lock nor reads a half-written entry.
+  Child next([&] {
+    DiskCache cache_in_child(config());
+    bool compiled = false;
+    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    if (compiled == renamed) return 2;
+    return same(image, make_image(1)) ? 0 : 3;
+  });
+  const Outcome outcome = next.wait(20s);
+  EXPECT_FALSE(outcome.timed_out);
+  EXPECT_EQ(outcome.exit_code, 0);
+  const auto after = cache.load(make_key(1));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(same(*after, make_image(1)));
+}
+
+std::string stage_name(const ::testing::TestParamInfo<WriteStage>& info) {
+  constexpr const char* kNames[] = {"locked", "compiled", "temp_written", "synced", "renamed"};
+  return kNames[static_cast<int>(info.param)];
+}
+
+INSTANTIATE_TEST_SUITE_P(AtEveryStage, KilledWriter,
+                         ::testing::Values(WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
+                                           WriteStage::kSynced, WriteStage::kRenamed),
+                         stage_name);
+
+// ---------------------------------------------------------------------------
+// Damaged entries.
+
+enum class Damage {
+  kTruncatedByOneByte,
+  kTruncatedToHeader,
+  kFlippedCubinByte,
+  kFlippedPtxByte,
+  kFlippedKeyByte,
+  kFlippedChecksumByte,
+  kFlippedSizeField,
+  kOtherFormatVersion,
+  kZeroLength,
+  kForeignFile,
+  kAppendedByte,
+};
+
+void damage(const fs::path& path, Damage kind) {
+  std::string bytes = read_file(path);
+  ASSERT_GT(bytes.size(), 200u);
+  // Offsets of the entry layout: version at 8, cubin size at 24, checksum at 40, key at 72.
+  switch (kind) {
+    case Damage::kTruncatedByOneByte:
+      bytes.pop_back();
+      break;
+    case Damage::kTruncatedToHeader:
+      bytes.resize(72);
+      break;
+    case Damage::kFlippedCubinByte:
+      bytes[bytes.size() / 2] ^= 0x01;
+      break;
+    case Damage::kFlippedPtxByte:
+      bytes[bytes.size() - 2] ^= 0x20;
+      break;
+    case Damage::kFlippedKeyByte:
+      bytes[80] ^= 0x01;
+      break;
+    case Damage::kFlippedChecksumByte:
+      bytes[50] ^= 0x80;
+      break;
+    case Damage::kFlippedSizeField:
+      bytes[24] ^= 0x01;
+      bytes[32] ^= 0x01;
+      break;
+    case Damage::kOtherFormatVersion: {
+      // Only the version differs: the checksum is recomputed to match.
+      bytes[8] = static_cast<char>(kCacheFormatVersion + 1);
+      Sha256 sha;
+      sha.update(std::string_view(bytes).substr(0, 40));
+      sha.update(std::string_view(bytes).substr(72));
+      const auto checksum = sha.digest();
+      std::memcpy(bytes.data() + 40, checksum.data(), checksum.size());
+      break;
+    }
+    case Damage::kZeroLength:
+      bytes.clear();
+      break;
+    case Damage::kForeignFile:
+      bytes = std::string(bytes.size(), 'z');
+      break;
+    case Damage::kAppendedByte:
+      bytes.push_back('\0');
+      break;
+  }
+  write_file(path, bytes);
+  ASSERT_EQ(mode_of(path), 0600u);
+}
+
+class DamagedEntry : public DiskCacheTest, public ::testing::WithParamInterface<Damage> {};
+
+TEST_P(DamagedEntry, is_detected_recompiled_and_replaced) {
+  const CacheKey key = make_key(1);
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(key, [] { return make_image(1); });
+  }
+  DiskCache cache(config());
+  damage(cache.entry_path(key), GetParam());
+
+  EXPECT_FALSE(cache.load(key).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+
+  bool compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(compiled);
+  EXPECT_EQ(cache.process_stats().errors, 2u) << "one per lookup that met the bad entry";
+
+  DiskCache reader(config());
+  const auto loaded = reader.load(key);
+  ASSERT_TRUE(loaded.has_value()) << "the bad entry was replaced";
+  EXPECT_TRUE(same(*loaded, make_image(1)));
+  EXPECT_EQ(reader.process_stats().errors, 0u);
+}
+
+std::string damage_name(const ::testing::TestParamInfo<Damage>& info) {
+  constexpr const char* kNames[] = {"truncated_by_one_byte", "truncated_to_header", "flipped_cubin_byte",
+                                    "flipped_ptx_byte",      "flipped_key_byte",    "flipped_checksum_byte",
+                                    "flipped_size_field",    "other_format_version", "zero_length",
+                                    "foreign_file",          "appended_byte"};
+  return kNames[static_cast<int>(info.param)];
+}
+
+INSTANTIATE_TEST_SUITE_P(EachKind, DamagedEntry,
+                         ::testing::Values(Damage::kTruncatedByOneByte, Damage::kTruncatedToHeader,
+                                           Damage::kFlippedCubinByte, Damage::kFlippedPtxByte, Damage::kFlippedKeyByte,
+                                           Damage::kFlippedChecksumByte, Damage::kFlippedSizeField,
+                                           Damage::kOtherFormatVersion, Damage::kZeroLength, Damage::kForeignFile,
+                                           Damage::kAppendedByte),
+                         damage_name);
+
+TEST_F(DiskCacheTest, entry_of_another_key_under_this_name_is_a_miss) {
+  // A digest collision, simulated: key 2's entry copied under key 1's name.
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(2), [] { return make_image(2); });
+  fs::copy_file(cache.entry_path(make_key(2)), cache.entry_path(make_key(1)));
+  fs::permissions(cache.entry_path(make_key(1)), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }), make_image(1)));
+}
+
+TEST_F(DiskCacheTest, directory_under_entry_name_is_an_error_and_degrades_with_one_warning) {
+  DiskCache cache(config());
+  fs::create_directory(cache.entry_path(make_key(1)));
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  ::testing::internal::CaptureStderr();
+  const auto first = cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  const auto second = cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(same(first, make_image(1)));
+  EXPECT_TRUE(same(second, make_image(1)));
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find(dir_.string()), std::string::npos) << err;
+  EXPECT_TRUE(cache.enabled()) << "one odd entry does not switch the cache off";
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(2), [] { return make_image(2); }), make_image(2)));
+  EXPECT_TRUE(cache.load(make_key(2)).has_value());
+}
+
+// ---------------------------------------------------------------------------
+// Size limit.
+
+TEST_F(DiskCacheTest, least_recently_used_entries_are_evicted_first) {
+  const std::uint64_t size = entry_size();
+  DiskCache cache(config(3 * size + size / 2));
+  for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  set_mtime(cache.entry_path(make_key(0)), 300s);
+  set_mtime(cache.entry_path(make_key(1)), 200s);
+  set_mtime(cache.entry_path(make_key(2)), 100s);
+  ASSERT_TRUE(cache.load(make_key(0)).has_value());  // now the most recently used
+
+  cache.get_or_compile(make_key(3), [] { return make_image(3); });
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(0))));
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(3))));
+  EXPECT_EQ(cache.process_stats().evictions, 1u);
+  EXPECT_EQ(cache.machine_stats().evictions, 1u);
+  const CacheInfo info = cache.info();
+  EXPECT_EQ(info.entries, 3u);
+  EXPECT_LE(info.bytes, info.max_bytes);
+
+  set_mtime(cache.entry_path(make_key(0)), 50s);
+  set_mtime(cache.entry_path(make_key(2)), 40s);
+  set_mtime(cache.entry_path(make_key(3)), 30s);
+  cache.get_or_compile(make_key(4), [] { return make_image(4); });
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(0))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_EQ(cache.process_stats().evictions, 2u);
+}
+
+TEST_F(DiskCacheTest, entry_just_written_is_kept_even_above_the_limit) {
+  DiskCache cache(config(16));
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  cache.get_or_compile(make_key(2), [] { return make_image(2); });
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  const auto loaded = cache.load(make_key(2));
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(same(*loaded, make_image(2)));
+}
+
+TEST_F(DiskCacheTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
+  const std::uint64_t size = entry_size();
+  DiskCache cache(config(2 * size + size / 2));
+  cache.get_or_compile(make_key(0), [] { return make_image(0); });
+  const fs::path path = cache.entry_path(make_key(0));
+  const std::string before = read_file(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  set_mtime(path, 100s);
+  for (int i = 1; i <= 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  EXPECT_FALSE(fs::exists(path));
+  std::string after(before.size() + 1, '\0');
+  const ssize_t n = ::pread(fd, after.data(), after.size(), 0);
+  ::close(fd);
+  ASSERT_EQ(n, static_cast<ssize_t>(before.size()));
+  after.resize(static_cast<std::size_t>(n));
+  EXPECT_EQ(after, before);
+}
+
+TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_images) {
+  const std::uint64_t size = entry_size();
+  DiskCache cache(config(3 * size));
+  constexpr int kKeys = 60;
+  std::atomic<int> written{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::atomic<int> hits{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&, r] {
+      DiskCache reader(config(3 * size));
+      for (unsigned step = static_cast<unsigned>(r); !done.load(); ++step) {
+        const int newest = written.load();
+        if (newest == 0) continue;
+        const int key = newest - 1 - static_cast<int>(step % 4);
+        if (key < 0) continue;
+        if (const auto image = reader.load(make_key(key))) {
+          ++hits;
+          if (!same(*image, make_image(key))) ++wrong;
+        }
+      }
+      if (reader.process_stats().errors != 0) ++wrong;
+    });
+  }
+  for (int i = 0; i < kKeys; ++i) {
+    cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+    written = i + 1;
+    std::this_thread::sleep_for(1ms);
+  }
+  done = true;
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0);
+  EXPECT_EQ(cache.process_stats().errors, 0u);
+  EXPECT_GE(cache.process_stats().evictions, static_cast<std::uint64_t>(kKeys - 3));
+}
+
+// ---------------------------------------------------------------------------
+// Security.
+
+TEST_F(DiskCacheTest, created_directories_are_0700_and_files_0600) {
+  dir_ = root_ / "a" / "b" / "cache";
+  const mode_t old_umask = ::umask(0);
+  {
+    DiskCache cache(config());
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    EXPECT_EQ(mode_of(cache.entry_path(make_key(1))), 0600u);
+  }
+  ::umask(old_umask);
+  EXPECT_EQ(mode_of(root_ / "a"), 0700u);
+  EXPECT_EQ(mode_of(root_ / "a" / "b"), 0700u);
+  EXPECT_EQ(mode_of(dir_), 0700u);
+  EXPECT_EQ(mode_of(dir_ / "locks"), 0700u);
+  EXPECT_EQ(mode_of(dir_ / "stats"), 0600u);
+  for (const auto& item : fs::directory_iterator(dir_ / "locks")) EXPECT_EQ(mode_of(item.path()), 0600u);
+}
+
+TEST_F(DiskCacheTest, entries_are_0600_under_a_restrictive_umask) {
+  const mode_t old_umask = ::umask(0277);
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  ::umask(old_umask);
+  EXPECT_EQ(mode_of(cache.entry_path(make_key(1))), 0600u);
+  EXPECT_TRUE(cache.load(make_key(1)).has_value());
+}
+
+TEST_F(DiskCacheTest, symlinked_entry_is_refused_and_replaced) {
+  CacheConfig elsewhere;
+  elsewhere.dir = root_ / "elsewhere";
+  DiskCache other(elsewhere);
+  other.get_or_compile(make_key(1), [] { return make_image(1); });
+
+  DiskCache cache(config());
+  fs::create_symlink(other.entry_path(make_key(1)), cache.entry_path(make_key(1)));
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  bool compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(compiled);
+  EXPECT_FALSE(fs::is_symlink(cache.entry_path(make_key(1))));
+  EXPECT_TRUE(fs::is_regular_file(other.entry_path(make_key(1))));
+}
+
+TEST_F(DiskCacheTest, entry_owned_by_another_user_is_refused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  ASSERT_EQ(::chown(cache.entry_path(make_key(1)).c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  bool compiled = false;
+  cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(cache.load(make_key(1)).has_value());
+}
+
+TEST_F(DiskCacheTest, entry_readable_by_others_is_refused) {
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  ASSERT_EQ(::chmod(cache.entry_path(make_key(1)).c_str(), 0644), 0);
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+}
+
+TEST_F(DiskCacheTest, fifo_under_entry_name_does_not_block_the_reader) {
+  DiskCache cache(config());
+  ASSERT_EQ(::mkfifo(cache.entry_path(make_key(1)).c_str(), 0600), 0);
+  Child reader([&] {
+    DiskCache cache_in_child(config());
+    if (cache_in_child.load(make_key(1)).has_value()) return 1;
+    return cache_in_child.process_stats().errors == 1 ? 0 : 2;
+  });
+  const Outcome outcome = reader.wait(10s);
+  EXPECT_FALSE(outcome.timed_out);
+  EXPECT_EQ(outcome.exit_code, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Degrading.
+
+TEST_F(DiskCacheTest, cache_path_that_is_a_file_degrades_with_one_warning) {
+  write_file(dir_, "not a directory");
+  ::testing::internal::CaptureStderr();
+  DiskCache cache(config());
+  int calls = 0;
+  const auto compile = [&] {
+    ++calls;
+    return make_image(1);
+  };
+  const auto first = cache.get_or_compile(make_key(1), compile);
+  const auto second = cache.get_or_compile(make_key(1), compile);
+  const bool loaded = cache.load(make_key(1)).has_value();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(same(first, make_image(1)));
+  EXPECT_TRUE(same(second, make_image(1)));
+  EXPECT_FALSE(loaded);
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_FALSE(cache.info().enabled);
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find("disk cache " + dir_.string() + " unusable"), std::string::npos) << err;
+  EXPECT_NE(err.find("continuing without it"), std::string::npos) << err;
+  EXPECT_EQ(cache.machine_stats().compiles, 0u);
+  EXPECT_EQ(cache.process_stats().compiles, 2u);
+  EXPECT_EQ(read_file(dir_), "not a directory");
+}
+
+TEST_F(DiskCacheTest, path_below_a_file_degrades_with_one_warning) {
+  write_file(root_ / "file", "x");
+  dir_ = root_ / "file" / "cache";
+  ::testing::internal::CaptureStderr();
+  DiskCache cache(config());
+  const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(same(image, make_image(1)));
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+}
+
+TEST_F(DiskCacheTest, file_size_limit_degrades_with_one_warning) {
+  Child child(
+      [&] {
+        ::signal(SIGXFSZ, SIG_IGN);
+        DiskCache cache(config());
+        rlimit limit{1000, 1000};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
+        for (int i = 0; i < 3; ++i) {
+          bool compiled = false;
+          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i, 8192); }, &compiled);
+          if (!compiled || !same(image, make_image(i, 8192))) return 20 + i;
+        }
+        if (cache.process_stats().errors != 3) return 30;
+        return 0;
+      },
+      /*capture_stderr=*/true);
+  const Outcome outcome = child.wait(20s);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find("File too large"), std::string::npos) << outcome.err;
+
+  DiskCache cache(config());
+  EXPECT_FALSE(cache.load(make_key(0)).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 0u) << "no partial entry was left under an entry name";
+  for (const auto& item : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(item.path().filename().string().rfind("tmp.", 0), std::string::npos) << item.path();
+  }
+}
+
+TEST_F(DiskCacheTest, cache_that_cannot_store_still_serves_existing_entries_with_one_warning) {
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  fs::remove_all(dir_ / "locks");
+  write_file(dir_ / "locks", "not a directory");
+  ::testing::internal::CaptureStderr();
+  DiskCache cache(config());
+  bool compiled = true;
+  const auto old_image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  const bool old_compiled = compiled;
+  const auto new_image = cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(old_compiled);
+  EXPECT_TRUE(same(old_image, make_image(1)));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(new_image, make_image(2)));
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find("cannot store entries"), std::string::npos) << err;
+}
+
+TEST_F(DiskCacheTest, directory_removed_while_in_use_degrades_with_one_warning) {
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  fs::remove_all(dir_);
+  ::testing::internal::CaptureStderr();
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_TRUE(same(cache.get_or_compile(make_key(i), [&] { return make_image(i); }), make_image(i)));
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(cache.process_stats().compiles, 4u);
+}
+
+TEST_F(DiskCacheTest, disabled_cache_never_touches_the_disk) {
+  CacheConfig c = config();
+  c.enabled = false;
+  DiskCache cache(c);
+  int calls = 0;
+  bool compiled = false;
+  for (int i = 0; i < 2; ++i) {
+    const auto image = cache.get_or_compile(
+        make_key(1),
+        [&] {
+          ++calls;
+          return make_image(1);
+        },
+        &compiled);
+    EXPECT_TRUE(same(image, make_image(1)));
+    EXPECT_TRUE(compiled);
+  }
+  EXPECT_FALSE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(cache.clear(), 0u);
+  const CacheInfo info = cache.info();
+  EXPECT_FALSE(info.enabled);
+  EXPECT_EQ(info.entries, 0u);
+  EXPECT_EQ(cache.machine_stats().hits + cache.machine_stats().compiles, 0u);
+  EXPECT_EQ(cache.process_stats().compiles, 2u);
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+// ---------------------------------------------------------------------------
+// Statistics, clear, info.
+
+TEST_F(DiskCacheTest, machine_stats_are_shared_by_caches_on_one_directory) {
+  DiskCache first(config());
+  first.get_or_compile(make_key(1), [] { return make_image(1); });
+  DiskCache second(config());
+  ASSERT_TRUE(second.load(make_key(1)).has_value());
+  EXPECT_FALSE(second.load(make_key(2)).has_value());
+  EXPECT_EQ(second.process_stats().compiles, 0u);
+  EXPECT_EQ(second.process_stats().hits, 1u);
+  for (const DiskCache* cache : {&first, &second}) {
+    const CacheStats machine = cache->machine_stats();
+    EXPECT_EQ(machine.compiles, 1u);
+    EXPECT_EQ(machine.hits, 1u);
+    EXPECT_EQ(machine.misses, 2u);
+    EXPECT_EQ(machine.bytes_written, first.process_stats().bytes_written);
+    EXPECT_EQ(machine.bytes_read, second.process_stats().bytes_read);
+    EXPECT_GT(machine.load_ns, 0u);
+  }
+}
+
+TEST_F(DiskCacheTest, compile_time_is_counted) {
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] {
+    std::this_thread::sleep_for(20ms);
+    return make_image(1);
+  });
+  EXPECT_GE(cache.process_stats().compile_ns, 20'000'000u);
+  EXPECT_GE(cache.machine_stats().compile_ns, 20'000'000u);
+}
+
+TEST_F(DiskCacheTest, statistics_file_of_another_layout_leaves_the_cache_working) {
+  fs::create_directories(dir_);
+  write_file(dir_ / "stats", std::string(4096, '\x7f'));
+  fs::permissions(dir_ / "stats", fs::perms::owner_read | fs::perms::owner_write);
+  ::testing::internal::CaptureStderr();
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_TRUE(cache.load(make_key(1)).has_value());
+  EXPECT_EQ(cache.machine_stats().compiles, 0u);
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+}
+
+TEST_F(DiskCacheTest, clear_removes_entries_and_stale_temporaries_but_not_locks_or_stats) {
+  DiskCache cache(config());
+  for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  write_file(dir_ / "tmp.1.1.1", "stale");
+  set_mtime(dir_ / "tmp.1.1.1", 2h);
+  write_file(dir_ / "tmp.2.2.2", "a live writer's");
+  EXPECT_EQ(cache.info().entries, 3u);
+  EXPECT_EQ(cache.clear(), 3u);
+  EXPECT_EQ(cache.info().entries, 0u);
+  EXPECT_EQ(cache.info().bytes, 0u);
+  EXPECT_FALSE(fs::exists(dir_ / "tmp.1.1.1"));
+  EXPECT_TRUE(fs::exists(dir_ / "tmp.2.2.2"));
+  EXPECT_TRUE(fs::exists(dir_ / "stats"));
+  EXPECT_FALSE(fs::is_empty(dir_ / "locks"));
+  EXPECT_EQ(cache.machine_stats().compiles, 3u);
+  EXPECT_FALSE(cache.load(make_key(0)).has_value());
+  bool compiled = false;
+  cache.get_or_compile(make_key(0), [] { return make_image(0); }, &compiled);
+  EXPECT_TRUE(compiled);
+}
+
+TEST_F(DiskCacheTest, info_reports_directory_entries_bytes_and_limit) {
+  DiskCache cache(config(12345678));
+  for (int i = 0; i < 2; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  const CacheInfo info = cache.info();
+  EXPECT_EQ(info.dir, dir_);
+  EXPECT_TRUE(info.enabled);
+  EXPECT_EQ(info.entries, 2u);
+  EXPECT_EQ(info.bytes, fs::file_size(cache.entry_path(make_key(0))) + fs::file_size(cache.entry_path(make_key(1))));
+  EXPECT_EQ(info.max_bytes, 12345678u);
+}
+
+// ---------------------------------------------------------------------------
+// Configuration from the environment.
+
+class CacheConfigFromEnv : public ::testing::Test {
+ protected:
+  static constexpr const char* kVariables[] = {"TROPICAL_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                                               "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_CACHE_DISABLE"};
+  void SetUp() override {
+    for (const char* name : kVariables) {
+      const char* value = std::getenv(name);
+      saved_.emplace_back(value ? std::optional<std::string>(value) : std::nullopt);
+      ::unsetenv(name);
+    }
+    ::setenv("HOME", "/home/someone", 1);
+  }
+  void TearDown() override {
+    for (std::size_t i = 0; i < saved_.size(); ++i) {
+      if (saved_[i]) {
+        ::setenv(kVariables[i], saved_[i]->c_str(), 1);
+      } else {
+        ::unsetenv(kVariables[i]);
+      }
+    }
+  }
+  std::vector<std::optional<std::string>> saved_;
+};
+
+TEST_F(CacheConfigFromEnv, defaults_are_home_cache_one_gib_enabled) {
+  const CacheConfig config = CacheConfig::from_env();
+  EXPECT_EQ(config.dir, fs::path("/home/someone/.cache/tropical"));
+  EXPECT_EQ(config.max_bytes, 1ull << 30);
+  EXPECT_TRUE(config.enabled);
+}
+
+TEST_F(CacheConfigFromEnv, tropical_cache_dir_wins_over_xdg_and_home) {
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  ::setenv("TROPICAL_CACHE_DIR", "/explicit/dir", 1);
+  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/explicit/dir"));
+}
+
+TEST_F(CacheConfigFromEnv, xdg_cache_home_wins_over_home) {
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/xdg/tropical"));
+}
+
+TEST_F(CacheConfigFromEnv, empty_or_relative_xdg_cache_home_is_ignored) {
+  ::setenv("XDG_CACHE_HOME", "", 1);
+  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/home/someone/.cache/tropical"));
+  ::setenv("XDG_CACHE_HOME", "relative/cache", 1);
+  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/home/someone/.cache/tropical"));
+}
+
+TEST_F(CacheConfigFromEnv, relative_tropical_cache_dir_is_made_absolute) {
+  ::setenv("TROPICAL_CACHE_DIR", "rel/cache", 1);
+  EXPECT_EQ(CacheConfig::from_env().dir, fs::current_path() / "rel/cache");
+}
+
+TEST_F(CacheConfigFromEnv, sizes_take_k_m_g_t_suffixes) {
+  const std::vector<std::pair<std::string, std::uint64_t>> cases = {
+      {"0", 0},           {"12345", 12345},       {"4K", 4096},          {"4k", 4096},
+      {"3M", 3ull << 20}, {"2G", 2ull << 30},     {"2g", 2ull << 30},    {"1T", 1ull << 40},
+  };
+  for (const auto& [text, bytes] : cases) {
+    ::setenv("TROPICAL_CACHE_MAX_SIZE", text.c_str(), 1);
+    EXPECT_EQ(CacheConfig::from_env().max_bytes, bytes) << text;
+  }
+}
+
+TEST_F(CacheConfigFromEnv, malformed_size_throws_invalid_argument) {
+  for (const char* text : {"abc", "10X", "-5", " 5", "5 ", "1.5G", "5KB", "G", "99999999999999999999",
+                           "17179869184G"}) {
+    ::setenv("TROPICAL_CACHE_MAX_SIZE", text, 1);
+    EXPECT_THROW(CacheConfig::from_env(), InvalidArgument) << text;
+  }
+}
+
+TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_tier_off) {
+  for (const char* text : {"1", "true", "yes", "ON"}) {
+    ::setenv("TROPICAL_CACHE_DISABLE", text, 1);
+    EXPECT_FALSE(CacheConfig::from_env().enabled) << text;
+  }
+  for (const char* text : {"0", "", "false", "no", "off"}) {
+    ::setenv("TROPICAL_CACHE_DISABLE", text, 1);
+    EXPECT_TRUE(CacheConfig::from_env().enabled) << text;
+  }
+}
+
+}  // namespace
+}  // namespace tropical::jit

@@ -40,7 +40,8 @@ struct CacheConfig {
   std::function<void(WriteStage)> test_hook;   ///< called at each write stage (tests only)
 
   /// $TROPICAL_CACHE_DIR, else $XDG_CACHE_HOME/tropical, else ~/.cache/tropical;
-  /// TROPICAL_CACHE_MAX_SIZE (bytes, or with a K/M/G suffix); TROPICAL_CACHE_DISABLE=1.
+  /// TROPICAL_CACHE_MAX_SIZE (bytes, or with a K/M/G/T suffix, powers of 1024);
+  /// TROPICAL_CACHE_DISABLE set to anything but "", 0, false, no or off disables.
   /// Throws InvalidArgument for a malformed size.
   static CacheConfig from_env();
 };
@@ -88,7 +89,7 @@ class DiskCache {
   /// key's cross-process lock (after looking again), then stored. Exactly one
   /// caller machine-wide compiles a key at a time; the others wait and read.
   /// Sets *compiled to whether this call compiled. Exceptions from compile()
-  /// propagate and nothing is stored.
+  /// propagate and nothing is stored. compile() must not call back into this cache.
   CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                bool* compiled = nullptr);
 
@@ -101,7 +102,8 @@ class DiskCache {
   std::uint64_t clear();
   /// Directory, state and size.
   CacheInfo info() const;
-  /// True if entries are read and written (not disabled, not degraded).
+  /// True if entries are read and written (not disabled, not degraded; a cache
+  /// that can no longer store still serves the entries it finds).
   bool enabled() const noexcept;
   /// The file that holds (or would hold) the entry for key.
   std::filesystem::path entry_path(const CacheKey& key) const;

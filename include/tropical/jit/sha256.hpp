@@ -29,8 +29,15 @@ class Sha256 {
   /// The digest as 64 lower-case hexadecimal characters.
   static std::string hex(const Digest& digest);
 
+  /// True if hashing uses the CPU's SHA instructions (x86-64 SHA extensions);
+  /// digests are identical either way.
+  static bool hardware_accelerated() noexcept;
+  /// Forces the portable code (true) or restores the automatic choice (false),
+  /// for every Sha256 in the process; for tests and benchmarks. Thread-safe.
+  static void force_portable(bool portable) noexcept;
+
  private:
-  void block(const std::uint8_t* p) noexcept;
+  void blocks(const std::uint8_t* p, std::size_t count) noexcept;
   std::array<std::uint32_t, 8> h_;
   std::array<std::uint8_t, 64> buf_;
   std::size_t buf_len_ = 0;
