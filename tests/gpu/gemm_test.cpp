@@ -23,28 +23,30 @@ namespace {
 
 namespace drv = jit::driver;
 
-/// Device buffer of n elements of T, freed on destruction.
+/// Buffer of n elements of T on a device, freed on destruction.
 template <class T>
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t n) : n_(std::max<std::size_t>(n, 1)) {
-    drv::ScopedContext context(0);
+  explicit DeviceBuffer(std::size_t n, int device = 0) : n_(std::max<std::size_t>(n, 1)), device_(device) {
+    drv::ScopedContext context(device_);
     drv::check(drv::api().cuMemAlloc(&ptr_, n_ * sizeof(T)), "cuMemAlloc");
   }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  explicit DeviceBuffer(const std::vector<T>& host, int device = 0) : DeviceBuffer(host.size(), device) {
+    upload(host);
+  }
   ~DeviceBuffer() {
-    drv::ScopedContext context(0);
+    drv::ScopedContext context(device_);
     drv::api().cuMemFree(ptr_);
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void upload(const std::vector<T>& host) {
-    drv::ScopedContext context(0);
+    drv::ScopedContext context(device_);
     drv::check(drv::api().cuMemcpyHtoD(ptr_, host.data(), host.size() * sizeof(T)), "cuMemcpyHtoD");
   }
   std::vector<T> download(std::size_t n) const {
-    drv::ScopedContext context(0);
+    drv::ScopedContext context(device_);
     drv::check(drv::api().cuCtxSynchronize(), "cuCtxSynchronize");
     std::vector<T> host(n);
     drv::check(drv::api().cuMemcpyDtoH(host.data(), ptr_, n * sizeof(T)), "cuMemcpyDtoH");
@@ -54,6 +56,7 @@ class DeviceBuffer {
 
  private:
   std::size_t n_;
+  int device_;
   CUdeviceptr ptr_ = 0;
 };
 
@@ -255,9 +258,29 @@ TEST(GpuApi, kernels_on_two_devices) {
   if (drv::device_count() < 2) {
     GTEST_SKIP() << "one GPU only: the two-device test needs two";
   }
-  // Images are shared per arch; each device gets its own module.
-  for (int d = 0; d < 2; ++d) EXPECT_NE(registry().function(0, d), nullptr);
-  EXPECT_NE(registry().function(0, 0), registry().function(0, 1));
+  std::mt19937_64 rng(3);
+  const std::int64_t m = 130, n = 70, k = 129;
+  const auto a = random_matrix<MaxPlus, float>(static_cast<std::size_t>(m * k), rng, true);
+  const auto b = random_matrix<MaxPlus, float>(static_cast<std::size_t>(k * n), rng, true);
+  std::vector<float> want(static_cast<std::size_t>(m * n));
+  reference::gemm<MaxPlus, float>(Trans::kNo, Trans::kNo, m, n, k, a.data(), k, b.data(), n, want.data(), n);
+  const auto id = static_cast<std::uint32_t>(kernel_id<MaxPlus, float, Op::kGemm>());
+  for (int d = 0; d < 2; ++d) {
+    // The operands' device runs the product, in its own module.
+    DeviceBuffer<float> da(a, d), db(b, d), dc(want.size(), d);
+    gemm<MaxPlus, float>(m, n, k, da.get(), db.get(), dc.get());
+    expect_equal(dc.download(want.size()), want, "gemm on device " + std::to_string(d));
+  }
+  EXPECT_NE(registry().function(id, 0), registry().function(id, 1));
+  // Operands on two devices are refused.
+  DeviceBuffer<float> a0(a, 0), b1(b, 1), c0(want.size(), 0);
+  EXPECT_THROW((gemm<MaxPlus, float>(m, n, k, a0.get(), b1.get(), c0.get())), InvalidArgument);
+  // Devices of one arch share one compiled image.
+  if (drv::device_arch(0) == drv::device_arch(1)) {
+    const auto s = registry().stats()[id];
+    EXPECT_LE(s.compiles + s.disk_hits, 1u);
+    EXPECT_EQ(s.loads, 2u);
+  }
 }
 
 }  // namespace
