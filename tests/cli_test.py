@@ -69,6 +69,7 @@ class CliTest(unittest.TestCase):
         stats = self.run_tropical("stats").stdout
         self.assertIn(self.env["TROPICAL_CACHE_DIR"], stats)
         self.assertRegex(stats, r"compiles [1-9]\d*")
+        self.assertRegex(stats, KERNEL + r" +sm_90 \(\d+\)")
         cleared = self.run_tropical("clear").stdout
         self.assertRegex(cleared, r"removed [1-9]\d* entries")
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -34,6 +35,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitUnavailable = 3;
+
+/// Architectures NVRTC 13 compiles for, probed by `tropical stats`.
+constexpr int kKnownArchs[] = {75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
 
 struct UsageError {
   std::string message;
@@ -268,13 +272,31 @@ void print_cache_stats(const char* title, const jit::CacheStats& s) {
 int cmd_stats(int argc, char** argv) {
   Args args(argc, argv, {}, {});
   if (args.help()) {
-    std::puts("usage: tropical stats\n\nPrints the disk cache's location, size and machine-wide counters.");
+    std::puts("usage: tropical stats\n\nPrints the disk cache's location, size and machine-wide counters, and per\n"
+              "kernel the architectures it is cached for.");
     return kExitOk;
   }
   const jit::CacheInfo i = info();
   std::printf("cache %s (%s)\n  %" PRIu64 " entries, %" PRIu64 " bytes of %" PRIu64 " allowed\n", i.dir.c_str(),
               i.enabled ? "enabled" : "disabled", i.entries, i.bytes, i.max_bytes);
   print_cache_stats("machine-wide:", stats().machine);
+  // Per kernel: the architectures it is cached for, found by the entries'
+  // names alone (a stat each: nothing is read or counted).
+  auto& reg = registry();
+  std::printf("per kernel (cached architectures, entry bytes):\n");
+  std::size_t listed = 0;
+  for (const auto& k : catalog::kKernels) {
+    std::string line;
+    for (const int arch : kKnownArchs) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(reg.disk().entry_path(reg.cache_key(k.id, arch)), ec);
+      if (!ec) line += " sm_" + std::to_string(arch) + " (" + std::to_string(size) + ")";
+    }
+    if (line.empty()) continue;
+    ++listed;
+    std::printf("  %-36.*s%s\n", static_cast<int>(k.name.size()), k.name.data(), line.c_str());
+  }
+  if (listed == 0) std::printf("  none cached\n");
   return kExitOk;
 }
 
