@@ -173,8 +173,66 @@ TYPE_FMAX = {Type.F32: "fmaxf", Type.F64: "fmax"}
 TYPE_FMIN = {Type.F32: "fminf", Type.F64: "fmin"}
 
 
+# Bytes of one element, which sets the 16-byte vector width (elements per
+# vector) of global and shared-memory accesses.
+TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8}
+
+# Tiling of the products, per operation and element type: each block computes
+# a tile_m x tile_n tile of C, walking k in steps of tile_k through
+# double-buffered shared memory; each of its threads owns thread_m x thread_n
+# elements of the tile in registers. min_blocks is the residency the register
+# budget is fitted to (__launch_bounds__). The argmax tiles are narrower
+# because each element of C also carries a running chunk maximum and an index.
+GEMM_TILES = {
+    # op: {type: (tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks)}
+    Op.GEMM: {
+        Type.F32: (128, 128, 16, 8, 8, 2),
+        Type.I32: (128, 128, 8, 8, 8, 2),
+        Type.F64: (128, 64, 8, 8, 4, 2),
+        Type.I64: (64, 64, 8, 4, 4, 2),
+    },
+    Op.GEMM_ARGMAX: {
+        Type.F32: (64, 64, 16, 4, 4, 2),
+        Type.I32: (64, 64, 16, 4, 4, 2),
+        Type.F64: (64, 64, 8, 4, 4, 2),
+        Type.I64: (64, 64, 8, 4, 4, 2),
+    },
+    Op.GEMM_BATCHED: {
+        Type.F32: (64, 64, 16, 4, 4, 4),
+        Type.I32: (64, 64, 16, 4, 4, 4),
+        Type.F64: (64, 64, 8, 4, 4, 2),
+        Type.I64: (64, 64, 8, 4, 4, 2),
+    },
+}
+
+# Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes, so a
+# warp's shared-memory reads are 8 distinct 16-byte vectors of B (128 bytes,
+# one wavefront) and 4 broadcast vectors of A.
+WARP_LANES_N = 8
+WARP_LANES_M = 4
+
+
 def launch(kernel):
     """Launch geometry of a kernel: threads per block (x, y) and the C tile one
-    block computes (rows x cols). The host API derives the grid from it."""
-    return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16,
-            "threads": 256, "smem_bytes": 0}
+    block computes (rows x cols). The host API derives the grid from it. Tiled
+    kernels also get the k step, the thread tile, the vector width in elements
+    and the residency they are fitted to."""
+    tiles = GEMM_TILES.get(kernel.op)
+    if tiles is None:
+        # Backward passes: one thread per element of dC.
+        return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks = tiles[kernel.type]
+    vec = 16 // TYPE_BYTES[kernel.type]
+    block_x, block_y = tile_n // thread_n, tile_m // thread_m
+    threads = block_x * block_y
+    assert tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
+    assert thread_m % vec == 0 and thread_n % vec == 0 and tile_k % vec == 0, kernel.name
+    assert block_x % WARP_LANES_N == 0 and block_y % WARP_LANES_M == 0 and threads % 32 == 0, kernel.name
+    # Every thread stages the same number of whole vectors of each operand tile.
+    assert (tile_m * tile_k // vec) % threads == 0 and (tile_n * tile_k // vec) % threads == 0, kernel.name
+    # ... and a thread's vectors are a whole number of tile rows (or k) apart.
+    assert all((threads * vec) % d == 0 for d in (tile_k, tile_m, tile_n)), kernel.name
+    return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
+            "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
+            "vec": vec, "min_blocks": min_blocks,
+            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M}

@@ -1,0 +1,442 @@
+// Kernel throughput (issue 5): the ALU ceiling of a tropical multiply-
+// accumulate, then every op x semiring x type of the catalog at 4096^3 and
+// 8192^3, the batched products and the backward passes, in one run.
+//
+// Each row is one Google Benchmark "iteration" whose time is the median of
+// several timed launches (CUDA events, after a warm-up that also compiles or
+// loads the kernel). Inputs are random (a hash of the index; never zeros).
+// Counters: TMAC/s = M*N*K*batch / time / 1e12, and "of_ceiling", that rate
+// over the add+max ceiling of the same element type measured in this run.
+// Rows skip themselves (SkipWithError) where no device is present.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tropical/jit/driver.hpp"
+#include "tropical/jit/nvrtc.hpp"
+#include "tropical/tropical.hpp"
+
+namespace {
+
+using namespace tropical;
+namespace drv = jit::driver;
+
+/// Device memory of `bytes`, freed on destruction.
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(std::size_t bytes) {
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuMemAlloc(&ptr_, std::max<std::size_t>(bytes, 16)), "cuMemAlloc");
+  }
+  ~DeviceMemory() {
+    drv::ScopedContext context(0);
+    drv::api().cuMemFree(ptr_);
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  template <class T>
+  T* as() const {
+    return reinterpret_cast<T*>(ptr_);
+  }
+  CUdeviceptr get() const { return ptr_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+};
+
+/// A module of bench-only kernels, compiled through the library's NVRTC path
+/// (same options as the catalog) for device 0 and loaded there.
+class BenchModule {
+ public:
+  BenchModule(std::string name, std::string source) : name_(std::move(name)), source_(std::move(source)) {
+    const jit::CompiledImage image = jit::compile({0, name_, source_, {}}, drv::device_arch(0));
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
+  }
+  CUfunction function(const char* name) const {
+    CUfunction f = nullptr;
+    drv::check(drv::api().cuModuleGetFunction(&f, module_, name), "cuModuleGetFunction");
+    return f;
+  }
+  void launch(const char* name, unsigned grid, unsigned block, void** args) const {
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuLaunchKernel(function(name), grid, 1, 1, block, 1, 1, 0, nullptr, args, nullptr),
+               "cuLaunchKernel");
+  }
+
+ private:
+  std::string name_, source_;
+  CUmodule module_ = nullptr;
+};
+
+int sm_count() {
+  CUdevice dev = 0;
+  drv::check(drv::api().cuDeviceGet(&dev, 0), "cuDeviceGet");
+  int n = 0;
+  drv::check(drv::api().cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+             "cuDeviceGetAttribute");
+  return n;
+}
+
+/// Median time in ms of `launch` (queued on the default stream), after a
+/// warm-up. Short launches are repeated between one pair of events.
+double median_ms(const std::function<void()>& launch, int samples) {
+  const auto& api = drv::api();
+  drv::ScopedContext context(0);
+  CUevent start = nullptr, stop = nullptr;
+  drv::check(api.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  drv::check(api.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  auto timed = [&](int repeat) {
+    drv::check(api.cuEventRecord(start, nullptr), "cuEventRecord");
+    for (int r = 0; r < repeat; ++r) launch();
+    drv::check(api.cuEventRecord(stop, nullptr), "cuEventRecord");
+    drv::check(api.cuEventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    drv::check(api.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    return static_cast<double>(ms) / repeat;
+  };
+  launch();  // compile or load, first touch
+  drv::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+  const double first = timed(1);
+  const int repeat = std::clamp(static_cast<int>(5.0 / std::max(first, 1e-3)), 1, 200);
+  std::vector<double> ms;
+  for (int s = 0; s < samples; ++s) ms.push_back(timed(repeat));
+  api.cuEventDestroy(start);
+  api.cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// ---------------------------------------------------------------- ceiling
+
+// One multiply-accumulate per expression, on 32 independent chains per
+// thread: x[c] = MAC(x[c], x[c + 1], y). The chains keep the compiler from
+// folding anything; no memory is touched in the loop.
+struct CeilingKernel {
+  const char* name;   // also the row name
+  const char* type;   // element type in the fragment
+  const char* mac;    // expression of a (accumulator), b (operand), y, lo, hi
+  const char* key;    // which type's ceiling this is ("" if a variant)
+};
+
+const CeilingKernel kCeilings[] = {
+    {"f32_add_max", "float", "fmaxf(a, b + y)", "f32"},
+    {"f32_mul_max", "float", "fmaxf(a, b * y)", ""},
+    {"f64_add_max", "double", "fmax(a, b + y)", "f64"},
+    {"f64_add_select", "double", "(b + y > a ? b + y : a)", ""},
+    {"i32_add_max", "int", "max(a, b + y)", "i32"},
+    {"i32_addsat_max", "int", "max(a, sat_add(b, y))", ""},
+    {"i32_clamp_add_max", "int", "max(a, min(max(b, lo), hi) + y)", ""},
+    {"i64_add_max", "long long", "max(a, b + y)", "i64"},
+};
+
+std::string ceiling_source() {
+  std::string s =
+      "__device__ __forceinline__ int sat_add(int a, int b) {\n"
+      "  int r; asm(\"add.sat.s32 %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(b)); return r;\n}\n"
+      "template <class T> __device__ __forceinline__ T max(T a, T b) { return a > b ? a : b; }\n"
+      "template <class T> __device__ __forceinline__ T min(T a, T b) { return a < b ? a : b; }\n";
+  for (const auto& c : kCeilings) {
+    const std::string t = c.type;
+    s += "extern \"C\" __global__ void ceiling_" + std::string(c.name) + "(" + t + "* out, " + t + " y, " + t +
+         " lo, " + t + " hi, int iters) {\n"
+         "  " + t + " x[32];\n"
+         "#pragma unroll\n"
+         "  for (int c = 0; c < 32; ++c) x[c] = (" + t + ")(threadIdx.x % 7 + c);\n"
+         "  for (int it = 0; it < iters; ++it) {\n"
+         "#pragma unroll\n"
+         "    for (int c = 0; c < 32; ++c) { const " + t + " a = x[c], b = x[(c + 1) % 32]; x[c] = " + c.mac + "; }\n"
+         "#pragma unroll\n"
+         "    for (int c = 0; c < 32; ++c) { const " + t + " a = x[c], b = x[(c + 5) % 32]; x[c] = " + c.mac + "; }\n"
+         "  }\n"
+         "  " + t + " s = x[0];\n"
+         "#pragma unroll\n"
+         "  for (int c = 1; c < 32; ++c) s = s > x[c] ? s : x[c];\n"
+         "  if (s == (" + t + ")123456789) out[threadIdx.x] = s;\n"
+         "}\n";
+  }
+  return s;
+}
+
+const BenchModule& ceiling_module() {
+  static const BenchModule module("tropical_bench_ceiling", ceiling_source());
+  return module;
+}
+
+std::map<std::string, double>& ceilings() {  // type -> T MAC/s
+  static std::map<std::string, double> c;
+  return c;
+}
+
+template <class T>
+void run_ceiling(benchmark::State& state, const CeilingKernel& kernel) {
+  const int blocks = sm_count() * 8, threads = 256, iters = 2048;
+  DeviceMemory out(threads * sizeof(double));
+  CUdeviceptr out_ptr = out.get();
+  T y = std::is_floating_point_v<T> ? T(-0.25) : T(-1);
+  if (std::string(kernel.name) == "f32_mul_max") y = T(0.999);
+  T lo = T(-1000000), hi = T(1000000);
+  int it = iters;
+  void* args[] = {&out_ptr, &y, &lo, &hi, &it};
+  const std::string fn = std::string("ceiling_") + kernel.name;
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { ceiling_module().launch(fn.c_str(), blocks, threads, args); }, 5);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  const double macs = double(blocks) * threads * iters * 64;
+  const double rate = macs / (ms * 1e-3) / 1e12;
+  state.counters["TMAC/s"] = rate;
+  if (*kernel.key) ceilings()[kernel.key] = rate;
+}
+
+// ---------------------------------------------------------------- inputs
+
+constexpr const char* kFillSource = R"(
+__device__ __forceinline__ unsigned long long mix(unsigned long long x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+// Uniform in [lo, hi) for floats; in [lo, hi] for integers, or every bit
+// pattern when lo > hi.
+extern "C" __global__ void fill_f32(float* p, long long n, unsigned long long seed, double lo, double hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = (float)(lo + (hi - lo) * ((mix(seed ^ (unsigned long long)i) >> 11) * 1.1102230246251565e-16));
+}
+extern "C" __global__ void fill_f64(double* p, long long n, unsigned long long seed, double lo, double hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = lo + (hi - lo) * ((mix(seed ^ (unsigned long long)i) >> 11) * 1.1102230246251565e-16);
+}
+extern "C" __global__ void fill_i32(int* p, long long n, unsigned long long seed, long long lo, long long hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = mix(seed ^ (unsigned long long)i);
+    p[i] = lo > hi ? (int)(unsigned)r : (int)(lo + (long long)(r % (unsigned long long)(hi - lo + 1)));
+  }
+}
+extern "C" __global__ void fill_i64(long long* p, long long n, unsigned long long seed, long long lo, long long hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = mix(seed ^ (unsigned long long)i);
+    p[i] = lo > hi ? (long long)r : lo + (long long)(r % (unsigned long long)(hi - lo + 1));
+  }
+}
+)";
+
+const BenchModule& fill_module() {
+  static const BenchModule module("tropical_bench_fill", kFillSource);
+  return module;
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, float>) return "f32";
+  if constexpr (std::is_same_v<T, double>) return "f64";
+  if constexpr (std::is_same_v<T, std::int32_t>) return "i32";
+  if constexpr (std::is_same_v<T, std::int64_t>) return "i64";
+}
+
+/// Fills n elements with random data for semiring S: floats uniform in
+/// [-1000, 1000) ([0, 2) for MaxMul); integers over their full range
+/// (non-negative for MaxMul), so saturation really happens, or with `small`
+/// in [-2^29, 2^29) ([0, 2^15) for MaxMul), where no product can overflow.
+template <class S, class T>
+void fill(const DeviceMemory& mem, long long n, unsigned long long seed, bool small = false) {
+  CUdeviceptr p = mem.get();
+  const bool nonneg = S::kMul == MulKind::kMul;
+  const std::string fn = std::string("fill_") + type_name<T>();
+  if constexpr (std::is_floating_point_v<T>) {
+    double lo = nonneg ? 0.0 : -1000.0, hi = nonneg ? 2.0 : 1000.0;
+    void* args[] = {&p, &n, &seed, &lo, &hi};
+    fill_module().launch(fn.c_str(), 1024, 256, args);
+  } else {
+    long long lo = nonneg ? 0 : 1, hi = nonneg ? static_cast<long long>(std::numeric_limits<T>::max()) : 0;
+    if (small) {
+      lo = nonneg ? 0 : -(1LL << 29);
+      hi = nonneg ? (1LL << 15) - 1 : (1LL << 29) - 1;
+    }
+    void* args[] = {&p, &n, &seed, &lo, &hi};
+    fill_module().launch(fn.c_str(), 1024, 256, args);
+  }
+}
+
+void fill_indices(const DeviceMemory& mem, long long n, long long k, unsigned long long seed) {
+  CUdeviceptr p = mem.get();
+  long long lo = 0, hi = k - 1;
+  void* args[] = {&p, &n, &seed, &lo, &hi};
+  fill_module().launch("fill_i32", 1024, 256, args);
+}
+
+// ---------------------------------------------------------------- products
+
+template <class T>
+void report(benchmark::State& state, double macs, double ms) {
+  const double rate = macs / (ms * 1e-3) / 1e12;
+  state.counters["TMAC/s"] = rate;
+  const auto it = ceilings().find(type_name<T>());
+  if (it != ceilings().end()) state.counters["of_ceiling"] = rate / it->second;
+}
+
+bool need_gpu(benchmark::State& state) {
+  if (drv::available()) return true;
+  state.SkipWithError("no CUDA device: kernel throughput needs a GPU");
+  return false;
+}
+
+int samples_for(double macs) { return macs > 2e11 ? 3 : 5; }
+
+template <class S, class T>
+void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small = false) {
+  if (!need_gpu(state)) return;
+  const std::size_t elems = static_cast<std::size_t>(n * n);
+  DeviceMemory a(elems * sizeof(T)), b(elems * sizeof(T)), c(elems * sizeof(T));
+  std::unique_ptr<DeviceMemory> idx;
+  fill<S, T>(a, n * n, 1, small);
+  fill<S, T>(b, n * n, 2, small);
+  if (argmax) idx = std::make_unique<DeviceMemory>(elems * sizeof(std::int32_t));
+  const double macs = double(n) * n * n;
+  double ms = 0;
+  for (auto _ : state) {
+    if (argmax) {
+      ms = median_ms([&] { gemm_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, b.as<T>(), n, c.as<T>(), n,
+                                             idx->as<std::int32_t>(), n); },
+                     samples_for(macs));
+    } else {
+      ms = median_ms([&] { gemm<S, T>(n, n, n, a.as<T>(), b.as<T>(), c.as<T>()); }, samples_for(macs));
+    }
+    state.SetIterationTime(ms * 1e-3);
+  }
+  report<T>(state, macs, ms);
+}
+
+template <class S, class T>
+void run_batched(benchmark::State& state, std::int64_t batch, std::int64_t n) {
+  if (!need_gpu(state)) return;
+  const std::size_t elems = static_cast<std::size_t>(batch * n * n);
+  DeviceMemory a(elems * sizeof(T)), b(elems * sizeof(T)), c(elems * sizeof(T));
+  fill<S, T>(a, batch * n * n, 3);
+  fill<S, T>(b, batch * n * n, 4);
+  const double macs = double(batch) * n * n * n;
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { gemm_batched<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, n * n, b.as<T>(), n, n * n,
+                                            c.as<T>(), n, n * n, batch); },
+                   samples_for(macs));
+    state.SetIterationTime(ms * 1e-3);
+  }
+  report<T>(state, macs, ms);
+}
+
+// Backward passes scatter one value per element of dC: reported as G elements
+// of dC per second (no MACs).
+template <class S, class T>
+void run_backward(benchmark::State& state, std::int64_t n, bool wrt_a) {
+  if (!need_gpu(state)) return;
+  const std::size_t elems = static_cast<std::size_t>(n * n);
+  DeviceMemory gc(elems * sizeof(T)), idx(elems * sizeof(std::int32_t)), operand(elems * sizeof(T)),
+      grad(elems * sizeof(T));
+  fill<S, T>(gc, n * n, 5);
+  fill<S, T>(operand, n * n, 6);
+  fill_indices(idx, n * n, n, 7);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms(
+        [&] {
+          if (wrt_a) {
+            backward_a<S, T>(Trans::kNo, Trans::kNo, n, n, n, gc.as<T>(), n, idx.as<std::int32_t>(), n,
+                             operand.as<T>(), n, grad.as<T>(), n);
+          } else {
+            backward_b<S, T>(Trans::kNo, Trans::kNo, n, n, n, gc.as<T>(), n, idx.as<std::int32_t>(), n,
+                             operand.as<T>(), n, grad.as<T>(), n);
+          }
+        },
+        5);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["Gelem/s"] = double(n) * n / (ms * 1e-3) / 1e9;
+}
+
+template <class S, class T>
+void register_pair() {
+  const std::string suffix = std::string(S::kName) + "/" + type_name<T>();
+  // i64 products are several times slower than the rest: 4096^3 only.
+  const std::vector<std::int64_t> sizes =
+      std::is_same_v<T, std::int64_t> ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{4096, 8192};
+  for (const std::int64_t n : sizes) {
+    benchmark::RegisterBenchmark(("gemm/" + suffix + "/" + std::to_string(n)).c_str(),
+                                 [n](benchmark::State& s) { run_gemm<S, T>(s, n, false); })
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  }
+  for (const std::int64_t n : sizes) {
+    benchmark::RegisterBenchmark(("gemm_argmax/" + suffix + "/" + std::to_string(n)).c_str(),
+                                 [n](benchmark::State& s) { run_gemm<S, T>(s, n, true); })
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  }
+  if constexpr (std::is_same_v<T, std::int32_t>) {
+    // Integer data where no product can overflow: the kernels' fast path.
+    for (const bool argmax : {false, true}) {
+      benchmark::RegisterBenchmark(((argmax ? "gemm_argmax/" : "gemm/") + suffix + "/8192/small").c_str(),
+                                   [argmax](benchmark::State& s) { run_gemm<S, T>(s, 8192, argmax, true); })
+          ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/4096x64").c_str(),
+                               [](benchmark::State& s) { run_batched<S, T>(s, 4096, 64); })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  if constexpr (std::is_same_v<T, float>) {
+    benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/8x2048").c_str(),
+                                 [](benchmark::State& s) { run_batched<S, T>(s, 8, 2048); })
+        ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  }
+  if constexpr (kInCatalog<S, T, Op::kBackwardA>) {
+    for (const bool wrt_a : {true, false}) {
+      benchmark::RegisterBenchmark(((wrt_a ? "backward_a/" : "backward_b/") + suffix + "/8192").c_str(),
+                                   [wrt_a](benchmark::State& s) { run_backward<S, T>(s, 8192, wrt_a); })
+          ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+template <class S>
+void register_semiring() {
+  register_pair<S, float>();
+  register_pair<S, std::int32_t>();
+  register_pair<S, double>();
+  register_pair<S, std::int64_t>();
+}
+
+void register_all() {
+  for (const auto& kernel : kCeilings) {
+    const std::string type = kernel.type;
+    benchmark::RegisterBenchmark((std::string("ceiling/") + kernel.name).c_str(), [&kernel, type](benchmark::State& s) {
+      if (!need_gpu(s)) return;
+      if (type == "float") run_ceiling<float>(s, kernel);
+      else if (type == "double") run_ceiling<double>(s, kernel);
+      else if (type == "int") run_ceiling<int>(s, kernel);
+      else run_ceiling<long long>(s, kernel);
+    })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  }
+  register_semiring<MaxPlus>();
+  register_semiring<MinPlus>();
+  register_semiring<MaxMul>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
