@@ -113,21 +113,31 @@ void launch(catalog::KernelId id, int device, Grid grid, CUstream stream, void**
 
 int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
 
-}  // namespace
-
-void launch_gemm(catalog::KernelId id, std::size_t, const Problem& p, const void* a, const void* b,
-                 void* c, CUstream stream) {
+/// Checks the shape and leading dimensions of C = op(A) (x) op(B).
+void check_product(const Problem& p) {
   check_shape(p);
   check_ld("lda", p.lda, stored(p.ta, p.m, p.k));
   check_ld("ldb", p.ldb, stored(p.tb, p.k, p.n));
   check_ld("ldc", p.ldc, {p.m, p.n});
-  if (p.m == 0 || p.n == 0) return;
-  DeviceCheck devices;
+}
+
+/// Adds the operands of a non-empty product (A and B only if k > 0) to a device check.
+void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
   if (p.k > 0) {
     devices.add(a, "A");
     devices.add(b, "B");
   }
   devices.add(c, "C");
+}
+
+}  // namespace
+
+void launch_gemm(catalog::KernelId id, std::size_t, const Problem& p, const void* a, const void* b,
+                 void* c, CUstream stream) {
+  check_product(p);
+  if (p.m == 0 || p.n == 0) return;
+  DeviceCheck devices;
+  add_operands(devices, p, a, b, c);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
@@ -138,19 +148,12 @@ void launch_gemm(catalog::KernelId id, std::size_t, const Problem& p, const void
 void launch_gemm_argmax(catalog::KernelId id, std::size_t, const Problem& p, const void* a,
                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
                         CUstream stream) {
-  check_shape(p);
+  check_product(p);
   if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
-  check_ld("lda", p.lda, stored(p.ta, p.m, p.k));
-  check_ld("ldb", p.ldb, stored(p.tb, p.k, p.n));
-  check_ld("ldc", p.ldc, {p.m, p.n});
   check_ld("ldargmax", ldargmax, {p.m, p.n});
   if (p.m == 0 || p.n == 0) return;
   DeviceCheck devices;
-  if (p.k > 0) {
-    devices.add(a, "A");
-    devices.add(b, "B");
-  }
-  devices.add(c, "C");
+  add_operands(devices, p, a, b, c);
   devices.add(argmax, "argmax");
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
@@ -204,22 +207,15 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
 void launch_gemm_batched(catalog::KernelId id, std::size_t, const Problem& p, const void* a,
                          std::int64_t stride_a, const void* b, std::int64_t stride_b, void* c,
                          std::int64_t stride_c, std::int64_t batch, CUstream stream) {
-  check_shape(p);
+  check_product(p);
   if (batch < 0) invalid("negative batch " + std::to_string(batch));
-  check_ld("lda", p.lda, stored(p.ta, p.m, p.k));
-  check_ld("ldb", p.ldb, stored(p.tb, p.k, p.n));
-  check_ld("ldc", p.ldc, {p.m, p.n});
   if (stride_a < 0 || stride_b < 0) invalid("negative stride_a or stride_b");
   if (batch > 1 && stride_c < (p.m - 1) * p.ldc + p.n) {
     invalid("stride_c = " + std::to_string(stride_c) + " makes the products of the batch overlap");
   }
   if (p.m == 0 || p.n == 0 || batch == 0) return;
   DeviceCheck devices;
-  if (p.k > 0) {
-    devices.add(a, "A");
-    devices.add(b, "B");
-  }
-  devices.add(c, "C");
+  add_operands(devices, p, a, b, c);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
   long long sa = stride_a, sb = stride_b, sc = stride_c, nb = batch;
