@@ -245,6 +245,12 @@ void warn_once(const std::filesystem::path& dir, const std::string& message) {
 // first. Lock order: mutex, then fcntl lock. The lock file is opened and closed
 // only while the mutex is held, because closing any descriptor of a file drops
 // every fcntl lock the process holds on it.
+//
+// The lock is an fcntl(F_SETLKW) write lock, the mechanism under
+// boost::interprocess::file_lock (released by the kernel when its holder
+// dies; a named_mutex is not), called directly because Boost 1.81's file_lock
+// throws on EINTR and on a spurious EDEADLK instead of waiting, and opens its
+// file without O_CLOEXEC and O_NOFOLLOW.
 std::mutex* stripe_mutex(dev_t locks_dev, ino_t locks_ino, std::size_t index) {
   static std::mutex table_mutex;
   // Never destroyed: a thread may still be resolving a kernel while the process exits.
