@@ -37,9 +37,15 @@ using Clock = std::chrono::steady_clock;
 // ---------------------------------------------------------------------------
 // Layout of an entry file, all integers little-endian:
 //   magic[8] | u32 format version | u32 flags (0) | u64 key size | u64 cubin size
-//   | u64 ptx size | SHA-256 of (bytes 0..39 + key + cubin + ptx) | key | cubin | ptx
+//   | u64 ptx size | SHA-256 of ptx | SHA-256 of (bytes 0..71 + key + cubin) | key | cubin | ptx
+// Two checksums, so that a load that needs no PTX (the usual one: PTX matters
+// only when the driver refuses the CUBIN) neither reads nor hashes it. The
+// main checksum covers every header byte, the PTX checksum and the PTX size
+// included, so a CUBIN-only load still verifies the whole header, and the file
+// size it checks against the header covers the PTX region too.
 constexpr std::array<char, 8> kEntryMagic = {'T', 'R', 'O', 'P', 'J', 'I', 'T', '\n'};
-constexpr std::size_t kChecksumOffset = 40;
+constexpr std::size_t kPtxChecksumOffset = 40;
+constexpr std::size_t kChecksumOffset = kPtxChecksumOffset + 32;
 constexpr std::size_t kHeaderSize = kChecksumOffset + 32;
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{1} << 31;
 constexpr std::string_view kEntrySuffix = ".entry";
@@ -107,14 +113,13 @@ std::span<const std::byte> as_bytes(const std::uint8_t* p, std::size_t n) {
   return std::as_bytes(std::span<const std::uint8_t>(p, n));
 }
 
-// The checksum covers the header up to itself, the key and the payload.
+// The main checksum covers the header up to itself, the key and the CUBIN.
 Sha256::Digest entry_checksum(const std::uint8_t* header, std::span<const std::byte> key,
-                              std::span<const std::byte> cubin, std::span<const std::byte> ptx) {
+                              std::span<const std::byte> cubin) {
   Sha256 sha;
   sha.update(as_bytes(header, kChecksumOffset));
   sha.update(key);
   sha.update(cubin);
-  sha.update(ptx);
   return sha.digest();
 }
 
@@ -629,9 +634,10 @@ struct DiskCache::Impl {
     }
   }
 
-  // Reads and verifies one entry through a single descriptor: an eviction that
-  // unlinks the file meanwhile cannot take the bytes away. Counts hits only.
-  Lookup read(const std::string& serialized_key, const std::string& name) {
+  // Reads and verifies one entry (the PTX only if asked) through a single
+  // descriptor: an eviction that unlinks the file meanwhile cannot take the
+  // bytes away. Counts hits only.
+  Lookup read(const std::string& serialized_key, const std::string& name, ImageParts parts) {
     const auto start = Clock::now();
     // O_NONBLOCK: a FIFO planted under the entry's name must not block the reader.
     Fd fd(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -663,24 +669,29 @@ struct DiskCache::Impl {
     }
     CompiledImage image;
     image.cubin.resize(cubin_size);
-    image.ptx.resize(ptx_size);
     auto* cubin = reinterpret_cast<std::uint8_t*>(image.cubin.data());
-    auto* ptx = reinterpret_cast<std::uint8_t*>(image.ptx.data());
-    if (read_at(fd.get(), cubin, cubin_size, head_size) != 0 ||
-        read_at(fd.get(), ptx, ptx_size, head_size + cubin_size) != 0) {
-      return {Found::kBad, std::nullopt};
-    }
+    if (read_at(fd.get(), cubin, cubin_size, head_size) != 0) return {Found::kBad, std::nullopt};
     const Sha256::Digest checksum =
-        entry_checksum(p, as_bytes(p + kHeaderSize, serialized_key.size()), as_bytes(cubin, cubin_size),
-                       as_bytes(ptx, ptx_size));
+        entry_checksum(p, as_bytes(p + kHeaderSize, serialized_key.size()), as_bytes(cubin, cubin_size));
     if (std::memcmp(p + kChecksumOffset, checksum.data(), checksum.size()) != 0) {
       return {Found::kBad, std::nullopt};
+    }
+    std::uint64_t bytes_read = head_size + cubin_size;
+    if (parts == ImageParts::kCubinAndPtx) {
+      image.ptx.resize(ptx_size);
+      auto* ptx = reinterpret_cast<std::uint8_t*>(image.ptx.data());
+      if (read_at(fd.get(), ptx, ptx_size, head_size + cubin_size) != 0) return {Found::kBad, std::nullopt};
+      const Sha256::Digest ptx_sum = Sha256::of(image.ptx);
+      if (std::memcmp(p + kPtxChecksumOffset, ptx_sum.data(), ptx_sum.size()) != 0) {
+        return {Found::kBad, std::nullopt};
+      }
+      bytes_read += ptx_size;
     }
     // Least-recently-used means recently read: a hit refreshes the mtime that
     // eviction sorts by. A read-only cache cannot, and still serves hits.
     ::futimens(fd.get(), nullptr);
     count(kHits);
-    count(kBytesRead, size);
+    count(kBytesRead, bytes_read);
     count(kLoadNs, nanoseconds_since(start));
     return {Found::kEntry, std::move(image)};
   }
@@ -702,10 +713,12 @@ struct DiskCache::Impl {
     if (!image.cubin.empty()) std::memcpy(at, image.cubin.data(), image.cubin.size());
     at += image.cubin.size();
     std::copy(image.ptx.begin(), image.ptx.end(), at);
+    // The PTX checksum first: the main checksum covers it.
+    const Sha256::Digest ptx_sum = Sha256::of(image.ptx);
+    std::copy(ptx_sum.begin(), ptx_sum.end(), p + kPtxChecksumOffset);
     const Sha256::Digest checksum =
         entry_checksum(p, as_bytes(p + kHeaderSize, serialized_key.size()),
-                       as_bytes(p + kHeaderSize + serialized_key.size(), image.cubin.size()),
-                       as_bytes(p + kHeaderSize + serialized_key.size() + image.cubin.size(), image.ptx.size()));
+                       as_bytes(p + kHeaderSize + serialized_key.size(), image.cubin.size()));
     std::copy(checksum.begin(), checksum.end(), p + kChecksumOffset);
 
     AtomicFile file(dir.get(), name);
@@ -817,14 +830,15 @@ std::filesystem::path DiskCache::entry_path(const CacheKey& key) const {
   return impl_->config.dir / (key.digest() + std::string(kEntrySuffix));
 }
 
-std::optional<CompiledImage> DiskCache::load(const CacheKey& key) {
+std::optional<CompiledImage> DiskCache::load(const CacheKey& key, ImageParts parts) {
   Impl& s = *impl_;
   if (!s.dir.valid()) {
     s.count(kMisses);
     return std::nullopt;
   }
   const std::string serialized = key.serialize();
-  Impl::Lookup lookup = s.read(serialized, Sha256::hex(Sha256::of(serialized)) + std::string(kEntrySuffix));
+  Impl::Lookup lookup =
+      s.read(serialized, Sha256::hex(Sha256::of(serialized)) + std::string(kEntrySuffix), parts);
   if (lookup.image) return std::move(lookup.image);
   s.count(kMisses);
   if (lookup.found == Impl::Found::kBad) s.count(kErrors);
@@ -832,7 +846,7 @@ std::optional<CompiledImage> DiskCache::load(const CacheKey& key) {
 }
 
 CompiledImage DiskCache::get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
-                                        bool* compiled) {
+                                        bool* compiled, ImageParts parts) {
   Impl& s = *impl_;
   if (compiled != nullptr) *compiled = false;
   if (!s.dir.valid()) return s.compile_without_disk(compile, compiled);
@@ -840,7 +854,7 @@ CompiledImage DiskCache::get_or_compile(const CacheKey& key, const std::function
   const std::string serialized = key.serialize();
   const std::string digest = Sha256::hex(Sha256::of(serialized));
   const std::string name = digest + std::string(kEntrySuffix);
-  Impl::Lookup first = s.read(serialized, name);
+  Impl::Lookup first = s.read(serialized, name, parts);
   if (first.image) return std::move(*first.image);
   // A bad entry is counted once per call, even if the second look finds it again.
   bool bad = first.found == Impl::Found::kBad;
@@ -858,7 +872,7 @@ CompiledImage DiskCache::get_or_compile(const CacheKey& key, const std::function
   s.hook(WriteStage::kLocked);
 
   // Another process may have stored the entry while this one waited for the lock.
-  Impl::Lookup second = s.read(serialized, name);
+  Impl::Lookup second = s.read(serialized, name, parts);
   bad = bad || second.found == Impl::Found::kBad;
   if (bad) s.count(kErrors);
   if (second.image) return std::move(*second.image);

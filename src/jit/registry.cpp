@@ -134,13 +134,28 @@ CUfunction Registry::resolve(std::uint32_t id, int device) {
     try {
       const auto& api = driver::api();
       const auto start = Clock::now();
-      const CompiledImage& img = image(id, driver::device_arch(device));
+      const int arch = driver::device_arch(device);
+      const CompiledImage& img = image(id, arch);
       driver::ScopedContext context(device);
       CUmodule module = nullptr;
       CUresult result = api.cuModuleLoadData(&module, img.cubin.data());
-      if (result != CUDA_SUCCESS && !img.ptx.empty()) {
-        // A driver that cannot take the CUBIN may still JIT the PTX (slow, but it runs).
-        result = api.cuModuleLoadData(&module, img.ptx.c_str());
+      if (result != CUDA_SUCCESS) {
+        // A driver that cannot take the CUBIN may still JIT the PTX (slow, but it
+        // runs). A disk hit brings no PTX, so fetch it now: from the entry, else
+        // by compiling again (which also replaces an entry whose PTX is damaged).
+        std::string ptx = img.ptx;
+        if (ptx.empty()) {
+          const auto compile_ptx = [&] {
+            const auto compile_start = Clock::now();
+            CompiledImage compiled = compile(catalog_[id], arch);
+            ++counters_[id].compiles;
+            counters_[id].compile_ns += nanoseconds_since(compile_start);
+            return compiled;
+          };
+          ptx =
+              disk_->get_or_compile(cache_key(id, arch), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
+        }
+        if (!ptx.empty()) result = api.cuModuleLoadData(&module, ptx.c_str());
       }
       driver::check(result, "cuModuleLoadData");
       CUfunction function = nullptr;

@@ -56,6 +56,15 @@ CompiledImage make_image(int i, std::size_t cubin_size = 4096) {
 
 bool same(const CompiledImage& a, const CompiledImage& b) { return a.cubin == b.cubin && a.ptx == b.ptx; }
 
+// What a hit returns with the default ImageParts::kCubin: the CUBIN, no PTX.
+CompiledImage cubin_only(CompiledImage image) {
+  image.ptx.clear();
+  return image;
+}
+
+// What get_or_compile returns with the default parts: the whole image if it compiled, else the CUBIN alone.
+CompiledImage expected(int i, bool compiled) { return compiled ? make_image(i) : cubin_only(make_image(i)); }
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -261,12 +270,12 @@ TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
   };
   EXPECT_TRUE(same(cache.get_or_compile(make_key(1), compile, &compiled), make_image(1)));
   EXPECT_TRUE(compiled);
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), compile, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), compile, &compiled), cubin_only(make_image(1))));
   EXPECT_FALSE(compiled);
   EXPECT_EQ(calls, 1);
 
   DiskCache other(config());
-  const auto loaded = other.load(make_key(1));
+  const auto loaded = other.load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_TRUE(same(*loaded, make_image(1)));
 
@@ -276,7 +285,8 @@ TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
   EXPECT_EQ(stats.compiles, 1u);
   EXPECT_EQ(stats.errors, 0u);
   EXPECT_EQ(stats.bytes_written, fs::file_size(cache.entry_path(make_key(1))));
-  EXPECT_EQ(stats.bytes_read, stats.bytes_written);
+  EXPECT_EQ(stats.bytes_read, stats.bytes_written - make_image(1).ptx.size()) << "the hit read no PTX";
+  EXPECT_EQ(other.process_stats().bytes_read, stats.bytes_written);
 }
 
 TEST_F(DiskCacheTest, absent_key_is_a_miss_but_not_an_error) {
@@ -290,7 +300,7 @@ TEST_F(DiskCacheTest, different_keys_get_different_entries) {
   DiskCache cache(config());
   for (int i = 0; i < 4; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   for (int i = 0; i < 4; ++i) {
-    const auto loaded = cache.load(make_key(i));
+    const auto loaded = cache.load(make_key(i), ImageParts::kCubinAndPtx);
     ASSERT_TRUE(loaded.has_value());
     EXPECT_TRUE(same(*loaded, make_image(i)));
   }
@@ -304,11 +314,66 @@ TEST_F(DiskCacheTest, empty_and_large_images_round_trip) {
   const CompiledImage large = make_image(2, 5 << 20);
   cache.get_or_compile(make_key(2), [&] { return large; });
   DiskCache other(config());
-  const auto loaded_empty = other.load(make_key(1));
-  const auto loaded_large = other.load(make_key(2));
+  const auto loaded_empty = other.load(make_key(1), ImageParts::kCubinAndPtx);
+  const auto loaded_large = other.load(make_key(2), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded_empty && loaded_large);
   EXPECT_TRUE(same(*loaded_empty, empty));
   EXPECT_TRUE(same(*loaded_large, large));
+  const auto large_cubin = other.load(make_key(2));
+  ASSERT_TRUE(large_cubin.has_value());
+  EXPECT_TRUE(same(*large_cubin, cubin_only(large)));
+}
+
+TEST_F(DiskCacheTest, hit_without_ptx_returns_the_cubin_and_reads_no_ptx) {
+  const CompiledImage image = make_image(1, 20000);
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(make_key(1), [&] { return image; });
+  }
+  DiskCache cache(config());
+  const std::uint64_t size = fs::file_size(cache.entry_path(make_key(1)));
+  const auto loaded = cache.load(make_key(1));
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->cubin, image.cubin);
+  EXPECT_TRUE(loaded->ptx.empty());
+  EXPECT_EQ(cache.process_stats().bytes_read, size - image.ptx.size());
+
+  bool compiled = true;
+  const CompiledImage hit = cache.get_or_compile(make_key(1), [&] { return image; }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(hit.cubin, image.cubin);
+  EXPECT_TRUE(hit.ptx.empty());
+  EXPECT_EQ(cache.process_stats().hits, 2u);
+}
+
+TEST_F(DiskCacheTest, hit_with_ptx_returns_cubin_and_ptx) {
+  const CompiledImage image = make_image(1, 20000);
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(make_key(1), [&] { return image; });
+  }
+  DiskCache cache(config());
+  const auto loaded = cache.load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(same(*loaded, image));
+  EXPECT_EQ(cache.process_stats().bytes_read, fs::file_size(cache.entry_path(make_key(1))));
+
+  bool compiled = true;
+  EXPECT_TRUE(
+      same(cache.get_or_compile(make_key(1), [&] { return image; }, &compiled, ImageParts::kCubinAndPtx), image));
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(cache.process_stats().errors, 0u);
+}
+
+TEST_F(DiskCacheTest, fresh_compile_returns_the_whole_image_whatever_the_parts_asked) {
+  DiskCache cache(config());
+  bool compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(compiled);
+  compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled, ImageParts::kCubin),
+                   make_image(2)));
+  EXPECT_TRUE(compiled);
 }
 
 TEST_F(DiskCacheTest, write_stages_are_reported_in_order) {
@@ -344,7 +409,8 @@ TEST_F(DiskCacheTest, compile_exception_propagates_stores_nothing_and_releases_t
 
   // And so can this one.
   bool compiled = true;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(
+      same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), cubin_only(make_image(1))));
   EXPECT_FALSE(compiled);
 }
 
@@ -391,7 +457,7 @@ TEST_F(DiskCacheTest, second_process_reads_entry_without_compiling) {
         },
         &compiled);
     if (calls != 0 || compiled) return 2;
-    return same(image, make_image(1)) ? 0 : 3;
+    return same(image, cubin_only(make_image(1))) ? 0 : 3;
   });
   ASSERT_EQ(reader.wait().exit_code, 0);
 
@@ -415,11 +481,14 @@ TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once)
       if (::read(barrier[0], &byte, 1) != 0) return 10;  // released together when the parent closes its end
       for (int k = 0; k < kKeys; ++k) {
         const int key = (k + p) % kKeys;  // different orders, so every key is contended
-        const auto image = cache.get_or_compile(make_key(key), [&] {
-          compiles.add(static_cast<std::size_t>(key));
-          std::this_thread::sleep_for(50ms);
-          return make_image(key);
-        });
+        const auto image = cache.get_or_compile(
+            make_key(key),
+            [&] {
+              compiles.add(static_cast<std::size_t>(key));
+              std::this_thread::sleep_for(50ms);
+              return make_image(key);
+            },
+            nullptr, ImageParts::kCubinAndPtx);
         if (!same(image, make_image(key))) return 20 + key;
       }
       return 0;
@@ -452,12 +521,16 @@ TEST_F(DiskCacheTest, threads_racing_on_one_key_compile_once) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       start.arrive_and_wait();
-      const auto image = cache.get_or_compile(make_key(1), [&] {
-        ++calls;
-        std::this_thread::sleep_for(50ms);
-        return make_image(1);
-      });
-      if (!same(image, make_image(1))) ++wrong;
+      bool compiled = false;
+      const auto image = cache.get_or_compile(
+          make_key(1),
+          [&] {
+            ++calls;
+            std::this_thread::sleep_for(50ms);
+            return make_image(1);
+          },
+          &compiled);
+      if (!same(image, expected(1, compiled))) ++wrong;
     });
   }
   for (auto& thread : threads) thread.join();
@@ -482,12 +555,16 @@ TEST_F(DiskCacheTest, threads_of_two_caches_on_one_directory_compile_each_key_on
       start.arrive_and_wait();
       for (int k = 0; k < kKeys; ++k) {
         const int key = (k * 5 + t) % kKeys;
-        const auto image = cache.get_or_compile(make_key(key), [&] {
-          ++calls[static_cast<std::size_t>(key)];
-          std::this_thread::sleep_for(5ms);
-          return make_image(key);
-        });
-        if (!same(image, make_image(key))) ++wrong;
+        bool compiled = false;
+        const auto image = cache.get_or_compile(
+            make_key(key),
+            [&] {
+              ++calls[static_cast<std::size_t>(key)];
+              std::this_thread::sleep_for(5ms);
+              return make_image(key);
+            },
+            &compiled);
+        if (!same(image, expected(key, compiled))) ++wrong;
       }
     });
   }
@@ -552,7 +629,7 @@ TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
   const auto loaded = cache.load(make_key(1));
   EXPECT_EQ(loaded.has_value(), renamed);
   if (loaded) {
-    EXPECT_TRUE(same(*loaded, make_image(1)));
+    EXPECT_TRUE(same(*loaded, cubin_only(make_image(1))));
   }
   EXPECT_EQ(cache.process_stats().errors, 0u) << "an unfinished write leaves no entry at all";
 
@@ -562,12 +639,12 @@ TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
     bool compiled = false;
     const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
     if (compiled == renamed) return 2;
-    return same(image, make_image(1)) ? 0 : 3;
+    return same(image, expected(1, compiled)) ? 0 : 3;
   });
   const Outcome outcome = next.wait(20s);
   EXPECT_FALSE(outcome.timed_out);
   EXPECT_EQ(outcome.exit_code, 0);
-  const auto after = cache.load(make_key(1));
+  const auto after = cache.load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(after.has_value());
   EXPECT_TRUE(same(*after, make_image(1)));
 }
@@ -587,11 +664,13 @@ INSTANTIATE_TEST_SUITE_P(AtEveryStage, KilledWriter,
 
 enum class Damage {
   kTruncatedByOneByte,
+  kTruncatedInPtx,
   kTruncatedToHeader,
   kFlippedCubinByte,
   kFlippedPtxByte,
   kFlippedKeyByte,
   kFlippedChecksumByte,
+  kFlippedPtxChecksumByte,
   kFlippedSizeField,
   kOtherFormatVersion,
   kZeroLength,
@@ -599,16 +678,40 @@ enum class Damage {
   kAppendedByte,
 };
 
+// Offsets of the entry layout: version at 8, key size at 16, cubin size at 24, ptx size at 32,
+// PTX checksum at 40, main checksum (header before it + key + cubin) at 72, key at 104.
+constexpr std::size_t kPtxChecksumAt = 40;
+constexpr std::size_t kChecksumAt = 72;
+constexpr std::size_t kKeyAt = 104;
+
+std::uint64_t u64_at(const std::string& bytes, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return v;
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
 void damage(const fs::path& path, Damage kind) {
   std::string bytes = read_file(path);
   ASSERT_GT(bytes.size(), 200u);
-  // Offsets of the entry layout: version at 8, cubin size at 24, checksum at 40, key at 72.
+  const std::uint64_t ptx_size = u64_at(bytes, 32);
+  ASSERT_GT(ptx_size, 4u);
   switch (kind) {
     case Damage::kTruncatedByOneByte:
       bytes.pop_back();
       break;
+    case Damage::kTruncatedInPtx:
+      bytes.resize(bytes.size() - ptx_size / 2);
+      break;
     case Damage::kTruncatedToHeader:
-      bytes.resize(72);
+      bytes.resize(kKeyAt);
       break;
     case Damage::kFlippedCubinByte:
       bytes[bytes.size() / 2] ^= 0x01;
@@ -617,23 +720,26 @@ void damage(const fs::path& path, Damage kind) {
       bytes[bytes.size() - 2] ^= 0x20;
       break;
     case Damage::kFlippedKeyByte:
-      bytes[80] ^= 0x01;
+      bytes[kKeyAt + 8] ^= 0x01;
       break;
     case Damage::kFlippedChecksumByte:
-      bytes[50] ^= 0x80;
+      bytes[kChecksumAt + 10] ^= 0x80;
+      break;
+    case Damage::kFlippedPtxChecksumByte:
+      bytes[kPtxChecksumAt + 10] ^= 0x80;
       break;
     case Damage::kFlippedSizeField:
       bytes[24] ^= 0x01;
       bytes[32] ^= 0x01;
       break;
     case Damage::kOtherFormatVersion: {
-      // Only the version differs: the checksum is recomputed to match.
+      // Only the version differs: the main checksum is recomputed to match.
       bytes[8] = static_cast<char>(kCacheFormatVersion + 1);
       Sha256 sha;
-      sha.update(std::string_view(bytes).substr(0, 40));
-      sha.update(std::string_view(bytes).substr(72));
+      sha.update(std::string_view(bytes).substr(0, kChecksumAt));
+      sha.update(std::string_view(bytes).substr(kKeyAt, u64_at(bytes, 16) + u64_at(bytes, 24)));
       const auto checksum = sha.digest();
-      std::memcpy(bytes.data() + 40, checksum.data(), checksum.size());
+      std::memcpy(bytes.data() + kChecksumAt, checksum.data(), checksum.size());
       break;
     }
     case Damage::kZeroLength:
@@ -661,36 +767,145 @@ TEST_P(DamagedEntry, is_detected_recompiled_and_replaced) {
   DiskCache cache(config());
   damage(cache.entry_path(key), GetParam());
 
-  EXPECT_FALSE(cache.load(key).has_value());
+  EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
 
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+                   make_image(1)));
   EXPECT_TRUE(compiled);
   EXPECT_EQ(cache.process_stats().errors, 2u) << "one per lookup that met the bad entry";
 
   DiskCache reader(config());
-  const auto loaded = reader.load(key);
+  const auto loaded = reader.load(key, ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value()) << "the bad entry was replaced";
   EXPECT_TRUE(same(*loaded, make_image(1)));
   EXPECT_EQ(reader.process_stats().errors, 0u);
 }
 
+// A CUBIN-only load reads no PTX byte, so damage confined to the PTX bytes
+// goes unseen (and harms nothing it returns); every other damage, a PTX
+// region of the wrong length included, is a miss counted as an error.
+TEST_P(DamagedEntry, is_a_miss_for_a_cubin_only_load_unless_only_ptx_bytes_changed) {
+  const CacheKey key = make_key(1);
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(key, [] { return make_image(1); });
+  }
+  DiskCache cache(config());
+  damage(cache.entry_path(key), GetParam());
+  const bool unseen = GetParam() == Damage::kFlippedPtxByte;
+
+  const auto loaded = cache.load(key);
+  EXPECT_EQ(loaded.has_value(), unseen);
+  if (loaded) {
+    EXPECT_TRUE(same(*loaded, cubin_only(make_image(1))));
+  }
+  EXPECT_EQ(cache.process_stats().errors, unseen ? 0u : 1u);
+
+  bool compiled = unseen;
+  const CompiledImage image = cache.get_or_compile(key, [] { return make_image(1); }, &compiled);
+  EXPECT_EQ(compiled, !unseen);
+  EXPECT_TRUE(same(image, expected(1, compiled)));
+}
+
 std::string damage_name(const ::testing::TestParamInfo<Damage>& info) {
-  constexpr const char* kNames[] = {"truncated_by_one_byte", "truncated_to_header", "flipped_cubin_byte",
-                                    "flipped_ptx_byte",      "flipped_key_byte",    "flipped_checksum_byte",
-                                    "flipped_size_field",    "other_format_version", "zero_length",
-                                    "foreign_file",          "appended_byte"};
+  constexpr const char* kNames[] = {"truncated_by_one_byte", "truncated_in_ptx",       "truncated_to_header",
+                                    "flipped_cubin_byte",    "flipped_ptx_byte",       "flipped_key_byte",
+                                    "flipped_checksum_byte", "flipped_ptx_checksum_byte", "flipped_size_field",
+                                    "other_format_version",  "zero_length",            "foreign_file",
+                                    "appended_byte"};
   return kNames[static_cast<int>(info.param)];
 }
 
 INSTANTIATE_TEST_SUITE_P(EachKind, DamagedEntry,
-                         ::testing::Values(Damage::kTruncatedByOneByte, Damage::kTruncatedToHeader,
-                                           Damage::kFlippedCubinByte, Damage::kFlippedPtxByte, Damage::kFlippedKeyByte,
-                                           Damage::kFlippedChecksumByte, Damage::kFlippedSizeField,
-                                           Damage::kOtherFormatVersion, Damage::kZeroLength, Damage::kForeignFile,
-                                           Damage::kAppendedByte),
+                         ::testing::Values(Damage::kTruncatedByOneByte, Damage::kTruncatedInPtx,
+                                           Damage::kTruncatedToHeader, Damage::kFlippedCubinByte,
+                                           Damage::kFlippedPtxByte, Damage::kFlippedKeyByte,
+                                           Damage::kFlippedChecksumByte, Damage::kFlippedPtxChecksumByte,
+                                           Damage::kFlippedSizeField, Damage::kOtherFormatVersion,
+                                           Damage::kZeroLength, Damage::kForeignFile, Damage::kAppendedByte),
                          damage_name);
+
+TEST_F(DiskCacheTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_load) {
+  const CacheKey key = make_key(1);
+  {
+    DiskCache writer(config());
+    writer.get_or_compile(key, [] { return make_image(1); });
+  }
+  DiskCache cache(config());
+  damage(cache.entry_path(key), Damage::kFlippedPtxByte);
+
+  const auto cubin = cache.load(key);
+  ASSERT_TRUE(cubin.has_value()) << "a CUBIN-only load does not look at the PTX";
+  EXPECT_TRUE(same(*cubin, cubin_only(make_image(1))));
+  EXPECT_EQ(cache.process_stats().errors, 0u);
+
+  EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  EXPECT_EQ(cache.process_stats().misses, 1u);
+
+  // Asking for the PTX through get_or_compile replaces the entry.
+  bool compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+                   make_image(1)));
+  EXPECT_TRUE(compiled);
+  const auto repaired = cache.load(key, ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(repaired.has_value());
+  EXPECT_TRUE(same(*repaired, make_image(1)));
+}
+
+TEST_F(DiskCacheTest, entries_of_format_version_1_are_misses) {
+  const CacheKey key = make_key(1);
+  const CompiledImage image = make_image(1);
+  // Version 1: one checksum over the header before it, the key, the CUBIN and the PTX.
+  const auto v1_entry = [&](const std::string& serialized_key) {
+    std::string bytes("TROPJIT\n");
+    put_u32(bytes, 1);
+    put_u32(bytes, 0);
+    put_u64(bytes, serialized_key.size());
+    put_u64(bytes, image.cubin.size());
+    put_u64(bytes, image.ptx.size());
+    std::string body = serialized_key;
+    body.append(reinterpret_cast<const char*>(image.cubin.data()), image.cubin.size());
+    body += image.ptx;
+    Sha256 sha;
+    sha.update(bytes);
+    sha.update(body);
+    const auto checksum = sha.digest();
+    bytes.append(reinterpret_cast<const char*>(checksum.data()), checksum.size());
+    return bytes + body;
+  };
+  const auto write_entry = [](const fs::path& path, const std::string& bytes) {
+    write_file(path, bytes);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  };
+  // The key's serialization holds the format version after its 8-byte-length-prefixed tag.
+  const std::string serialized = key.serialize();
+  constexpr std::size_t kVersionAt = 8 + std::string_view("tropical.jit.CacheKey").size();
+  ASSERT_EQ(serialized[kVersionAt], static_cast<char>(kCacheFormatVersion));
+  std::string serialized_v1 = serialized;
+  serialized_v1[kVersionAt] = 1;
+
+  DiskCache cache(config());
+  // What version 1 wrote for this key lies under another name: never even looked at.
+  const fs::path v1_path = dir_ / (Sha256::hex(Sha256::of(serialized_v1)) + ".entry");
+  write_entry(v1_path, v1_entry(serialized_v1));
+  EXPECT_FALSE(cache.load(key).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 0u);
+
+  // A version 1 entry under the current name (with the current key) is a bad entry, and is replaced.
+  write_entry(cache.entry_path(key), v1_entry(serialized));
+  EXPECT_FALSE(cache.load(key).has_value());
+  EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
+  EXPECT_EQ(cache.process_stats().errors, 2u);
+  bool compiled = false;
+  EXPECT_TRUE(same(cache.get_or_compile(key, [&] { return image; }, &compiled), image));
+  EXPECT_TRUE(compiled);
+  const auto loaded = cache.load(key, ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(same(*loaded, image));
+}
 
 TEST_F(DiskCacheTest, entry_of_another_key_under_this_name_is_a_miss) {
   // A digest collision, simulated: key 2's entry copied under key 1's name.
@@ -760,7 +975,7 @@ TEST_F(DiskCacheTest, entry_just_written_is_kept_even_above_the_limit) {
   EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
   const auto loaded = cache.load(make_key(2));
   ASSERT_TRUE(loaded.has_value());
-  EXPECT_TRUE(same(*loaded, make_image(2)));
+  EXPECT_TRUE(same(*loaded, cubin_only(make_image(2))));
 }
 
 TEST_F(DiskCacheTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
@@ -794,14 +1009,15 @@ TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_ima
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&, r] {
       DiskCache reader(config(3 * size));
+      const ImageParts parts = r == 1 ? ImageParts::kCubinAndPtx : ImageParts::kCubin;
       for (unsigned step = static_cast<unsigned>(r); !done.load(); ++step) {
         const int newest = written.load();
         if (newest == 0) continue;
         const int key = newest - 1 - static_cast<int>(step % 4);
         if (key < 0) continue;
-        if (const auto image = reader.load(make_key(key))) {
+        if (const auto image = reader.load(make_key(key), parts)) {
           ++hits;
-          if (!same(*image, make_image(key))) ++wrong;
+          if (!same(*image, parts == ImageParts::kCubin ? cubin_only(make_image(key)) : make_image(key))) ++wrong;
         }
       }
       if (reader.process_stats().errors != 0) ++wrong;
@@ -986,7 +1202,7 @@ TEST_F(DiskCacheTest, cache_that_cannot_store_still_serves_existing_entries_with
   const auto new_image = cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(old_compiled);
-  EXPECT_TRUE(same(old_image, make_image(1)));
+  EXPECT_TRUE(same(old_image, cubin_only(make_image(1))));
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(same(new_image, make_image(2)));
   EXPECT_FALSE(fs::exists(cache.entry_path(make_key(2))));

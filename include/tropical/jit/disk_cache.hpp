@@ -12,7 +12,7 @@
 namespace tropical::jit {
 
 /// Version of the on-disk entry format; part of every key.
-inline constexpr std::uint32_t kCacheFormatVersion = 1;
+inline constexpr std::uint32_t kCacheFormatVersion = 2;
 
 /// Everything that determines a compiled image. Its SHA-256 names the entry;
 /// the full serialized key is stored in the entry and compared on load.
@@ -28,6 +28,9 @@ struct CacheKey {
   /// Hex SHA-256 of serialize(): the entry's file name.
   std::string digest() const;
 };
+
+/// What a disk hit reads and returns: the CUBIN alone (the start-up path; PTX left empty), or CUBIN and PTX.
+enum class ImageParts { kCubin, kCubinAndPtx };
 
 /// Stages of writing an entry, reported to CacheConfig::test_hook (crash tests).
 enum class WriteStage { kLocked, kCompiled, kTempWritten, kSynced, kRenamed };
@@ -54,7 +57,7 @@ struct CacheStats {
   std::uint64_t evictions = 0;      ///< entries removed by the size limit
   std::uint64_t errors = 0;         ///< corrupt/foreign entries and I/O failures
   std::uint64_t bytes_written = 0;  ///< entry bytes written
-  std::uint64_t bytes_read = 0;     ///< entry bytes read on hits
+  std::uint64_t bytes_read = 0;     ///< entry bytes read on hits (no PTX bytes for a kCubin hit)
   std::uint64_t compile_ns = 0;     ///< time spent in compile callbacks
   std::uint64_t load_ns = 0;        ///< time spent reading and verifying hits
 };
@@ -81,17 +84,20 @@ class DiskCache {
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
 
-  /// A verified entry for key, or nullopt. Never blocks on a writer; a bad
-  /// entry counts as an error and a miss.
-  std::optional<CompiledImage> load(const CacheKey& key);
+  /// The entry for key with its header, key and CUBIN verified, and its PTX too
+  /// with kCubinAndPtx (with kCubin the PTX comes back empty and unread, so damage
+  /// to the PTX bytes alone goes unseen), or nullopt; never blocks on a writer,
+  /// and a bad entry counts as an error and a miss.
+  std::optional<CompiledImage> load(const CacheKey& key, ImageParts parts = ImageParts::kCubin);
 
-  /// The image for key: from disk, or from compile() run while holding the
-  /// key's cross-process lock (after looking again), then stored. Exactly one
-  /// caller machine-wide compiles a key at a time; the others wait and read.
-  /// Sets *compiled to whether this call compiled. Exceptions from compile()
+  /// The image for key: from disk with the given parts as load() returns them,
+  /// or whole (PTX included) from compile() run while holding the key's
+  /// cross-process lock (after looking again), then stored. Exactly one caller
+  /// machine-wide compiles a key at a time; the others wait and read. Sets
+  /// *compiled to whether this call compiled. Exceptions from compile()
   /// propagate and nothing is stored. compile() must not call back into this cache.
   CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
-                               bool* compiled = nullptr);
+                               bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
 
   /// Machine-wide counters (kept in the cache directory); zeros when disabled.
   CacheStats machine_stats() const;

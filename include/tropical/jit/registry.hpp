@@ -78,7 +78,9 @@ class Registry {
   }
 
   /// The compiled image of kernel `id` for sm_<arch>, from memory, disk or
-  /// NVRTC (at most one compile per key machine-wide). Needs no GPU.
+  /// NVRTC (at most one compile per key machine-wide). Needs no GPU. An image
+  /// read from disk carries the CUBIN only (empty ptx): the PTX is fetched
+  /// only if a device rejects the CUBIN.
   const CompiledImage& image(std::uint32_t id, int arch);
 
   /// Compiles `ids` (all kernels if empty) for sm_<arch> into memory and the
