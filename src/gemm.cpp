@@ -89,8 +89,8 @@ struct Grid {
 
 Grid grid_for(catalog::KernelId id, std::int64_t m, std::int64_t n, std::int64_t batch = 1) {
   const auto& launch = catalog::kInfo[static_cast<std::size_t>(id)].launch;
-  const std::int64_t gx = (n + launch.tile_n - 1) / launch.tile_n;
-  const std::int64_t gy = (m + launch.tile_m - 1) / launch.tile_m;
+  const std::int64_t gx = n == 0 ? 0 : (n - 1) / launch.tile_n + 1;
+  const std::int64_t gy = m == 0 ? 0 : (m - 1) / launch.tile_m + 1;
   if (gy > kMaxGridY) {
     invalid("m = " + std::to_string(m) + " needs more than " + std::to_string(kMaxGridY) +
             " row tiles; split the product");
@@ -124,6 +124,8 @@ void check_product(const Problem& p) {
 /// Adds the operands of a non-empty product (A and B only if k > 0) to a device check.
 void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
   if (p.k > 0) {
+    // Blocks write C while others still read A and B: no in-place products.
+    if (c == a || c == b) invalid("C must not overlap A or B (write the product to another buffer)");
     devices.add(a, "A");
     devices.add(b, "B");
   }
@@ -152,6 +154,7 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t, const Problem& p, con
   if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
   check_ld("ldargmax", ldargmax, {p.m, p.n});
   if (p.m == 0 || p.n == 0) return;
+  if (argmax == c || argmax == a || argmax == b) invalid("argmax must not overlap A, B or C");
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   devices.add(argmax, "argmax");
@@ -164,8 +167,8 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t, const Problem& p, con
 
 void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
                      const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                     std::int64_t ldargmax, const void* operand, std::int64_t ld_operand, void* grad,
-                     std::int64_t ldgrad, CUstream stream) {
+                     std::int64_t ldargmax, bool reads_operand, const void* operand,
+                     std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream) {
   check_shape(p);
   const bool wrt_a = catalog::kInfo[static_cast<std::size_t>(id)].op == Op::kBackwardA;
   // The gradient has the stored shape of the operand it belongs to; the other
@@ -175,16 +178,25 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
   check_ld("ldgc", ldgc, {p.m, p.n});
   check_ld("ldargmax", ldargmax, {p.m, p.n});
   check_ld(wrt_a ? "ldga" : "ldgb", ldgrad, grad_shape);
-  if (operand != nullptr) check_ld(wrt_a ? "ldb" : "lda", ld_operand, other_shape);
+  if (reads_operand) {
+    check_ld(wrt_a ? "ldb" : "lda", ld_operand, other_shape);
+  } else {
+    operand = nullptr;  // (+) semirings never read it
+  }
   if (grad_shape.rows == 0 || grad_shape.cols == 0) return;
 
+  const bool reads_c = p.m > 0 && p.n > 0;
+  if (reads_c && (grad == grad_c || grad == operand || grad == argmax)) {
+    invalid("the gradient must not overlap grad_c, argmax or the operand");
+  }
   DeviceCheck devices;
   devices.add(grad, wrt_a ? "grad_a" : "grad_b");
-  const bool reads_c = p.m > 0 && p.n > 0;
   if (reads_c) {
     devices.add(grad_c, "grad_c");
     devices.add(argmax, "argmax");
-    if (operand != nullptr) devices.add(operand, wrt_a ? "B" : "A");
+    if (reads_operand) {
+      devices.add(operand, wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)");
+    }
   }
   const int device = devices.device(stream);
   const auto& api = jit::driver::api();
@@ -210,7 +222,12 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t, const Problem& p, co
   check_product(p);
   if (batch < 0) invalid("negative batch " + std::to_string(batch));
   if (stride_a < 0 || stride_b < 0) invalid("negative stride_a or stride_b");
-  if (batch > 1 && stride_c < (p.m - 1) * p.ldc + p.n) {
+  std::int64_t c_extent = 0;  // elements one product of C spans
+  if (__builtin_mul_overflow(p.m > 0 ? p.m - 1 : 0, p.ldc, &c_extent) ||
+      __builtin_add_overflow(c_extent, p.n, &c_extent)) {
+    invalid("m x ldc overflows 64 bits");
+  }
+  if (batch > 1 && stride_c < c_extent) {
     invalid("stride_c = " + std::to_string(stride_c) + " makes the products of the batch overlap");
   }
   if (p.m == 0 || p.n == 0 || batch == 0) return;

@@ -104,6 +104,18 @@ class CliTest(unittest.TestCase):
             self.assertIn("1 compiled", self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=env).stdout)
         self.assertIn("disabled", self.run_tropical("stats", env=env).stdout)
 
+    def test_warm_without_nvrtc_says_so_once_and_exits_3(self):
+        env = dict(self.env, TROPICAL_NVRTC=os.path.join(self.tmp, "no-such-libnvrtc.so"))
+        proc = self.run_tropical("warm", "--arch", "sm_90", "--all", env=env, code=3)
+        lines = [l for l in proc.stderr.splitlines() if "no-such-libnvrtc.so" in l]
+        self.assertEqual(len(lines), 1, proc.stderr)
+
+    def test_list_reads_no_entry_and_counts_nothing(self):
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        before = self.run_tropical("stats").stdout.splitlines()[2:4]
+        self.run_tropical("list", "--arch", "sm_90")
+        self.assertEqual(self.run_tropical("stats").stdout.splitlines()[2:4], before)
+
     def test_gpu_commands_without_a_gpu_exit_3(self):
         if os.path.exists("/dev/nvidiactl"):
             self.skipTest("a GPU is present")

@@ -64,6 +64,19 @@ TEST(Api, batched_checks_batch_and_strides) {
                InvalidArgument);
 }
 
+TEST(Api, in_place_products_are_rejected) {
+  float* const buf = reinterpret_cast<float*>(0x4000);
+  EXPECT_THROW((gemm<MaxPlus, float>(4, 4, 4, buf, kA, buf)), InvalidArgument);
+  EXPECT_THROW((gemm<MaxPlus, float>(4, 4, 4, kA, buf, buf)), InvalidArgument);
+  EXPECT_THROW((gemm_argmax<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, kA, 4, kA, 4, kC, 4,
+                                            reinterpret_cast<std::int32_t*>(kC), 4)),
+               InvalidArgument);
+  double* const g = reinterpret_cast<double*>(0x5000);
+  const std::int32_t* arg = reinterpret_cast<const std::int32_t*>(0x6000);
+  EXPECT_THROW((backward_a<MaxPlus, double>(Trans::kNo, Trans::kNo, 4, 4, 4, g, 4, arg, 4, nullptr, 4, g, 4)),
+               InvalidArgument);
+}
+
 TEST(Api, empty_products_do_nothing_and_need_no_gpu) {
   EXPECT_NO_THROW((gemm<MaxPlus, float>(0, 4, 4, nullptr, nullptr, nullptr)));
   EXPECT_NO_THROW((gemm<MaxPlus, float>(4, 0, 4, nullptr, nullptr, nullptr)));

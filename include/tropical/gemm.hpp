@@ -21,9 +21,13 @@
 ///   with lda >= k, or k x m with lda >= m when transposed (CBLAS RowMajor).
 /// - Work is queued on `stream` (0: the default stream of the device's primary
 ///   context) and the call returns without waiting.
-/// - Every pointer must be memory of one device; the kernel runs there.
+/// - Every pointer must be memory of one device; the kernel runs there. An
+///   output must not overlap an input (no in-place C = C (x) C: write to
+///   another buffer); identical pointers are rejected, partial overlaps are
+///   the caller's to avoid.
 /// - The first call of each (semiring, type, op) on a device compiles or loads
-///   one kernel; later calls cost one atomic load before the launch.
+///   one kernel; later calls find it with one atomic load, then check the
+///   pointers with the driver (a few cuPointerGetAttribute calls) and launch.
 /// - Throws InvalidArgument (negative size, small leading dimension, null or
 ///   host pointer, pointers on different devices, stream of another device),
 ///   CompileError, CudaError, or Unavailable (no driver or no GPU).
@@ -64,8 +68,8 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
                         CUstream stream);
 void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
                      const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                     std::int64_t ldargmax, const void* operand, std::int64_t ld_operand,
-                     void* grad, std::int64_t ldgrad, CUstream stream);
+                     std::int64_t ldargmax, bool reads_operand, const void* operand,
+                     std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream);
 void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
                          const void* a, std::int64_t stride_a, const void* b, std::int64_t stride_b,
                          void* c, std::int64_t stride_c, std::int64_t batch, CUstream stream);
@@ -110,8 +114,8 @@ void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
                 std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga,
                 CUstream stream = nullptr) {
   detail::launch_backward(kernel_id<S, T, Op::kBackwardA>(), sizeof(T), {ta, tb, m, n, k, 0, ldb, 0},
-                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul ? b : nullptr, ldb,
-                          grad_a, ldga, stream);
+                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, b, ldb, grad_a, ldga,
+                          stream);
 }
 
 /// dB (laid out like B: k x n, or n x k if tb) from dC (m x n) and the argmax
@@ -122,12 +126,14 @@ void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
                 std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb,
                 CUstream stream = nullptr) {
   detail::launch_backward(kernel_id<S, T, Op::kBackwardB>(), sizeof(T), {ta, tb, m, n, k, lda, 0, 0},
-                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul ? a : nullptr, lda,
-                          grad_b, ldgb, stream);
+                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, a, lda, grad_b, ldgb,
+                          stream);
 }
 
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch; matrix p of each operand
-/// starts stride elements after matrix p - 1.
+/// starts stride elements after matrix p - 1. stride_a or stride_b may be 0
+/// (one operand for the whole batch); negative strides, and a stride_c that
+/// makes two products of C overlap, are rejected.
 template <Semiring S, Element T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,

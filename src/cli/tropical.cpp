@@ -216,7 +216,9 @@ int cmd_list(int argc, char** argv) {
   std::printf("%3s  %-36s %-12s %-8s %-4s sm_%d\n", "id", "name", "op", "semiring", "type", arch);
   for (const auto& info : catalog::kInfo) {
     const auto id = static_cast<std::uint32_t>(info.id);
-    const bool hit = reg.disk().enabled() && reg.disk().load(reg.cache_key(id, arch)).has_value();
+    // The entry's presence, by name: nothing read, no statistics or LRU time touched.
+    std::error_code ec;
+    const bool hit = std::filesystem::is_regular_file(reg.disk().entry_path(reg.cache_key(id, arch)), ec);
     cached += hit;
     std::printf("%3u  %-36.*s %-12.*s %-8.*s %-4.*s %s\n", id, static_cast<int>(info.name.size()), info.name.data(),
                 static_cast<int>(op_name(info.op).size()), op_name(info.op).data(),
@@ -256,6 +258,11 @@ int cmd_warm(int argc, char** argv) {
     std::fflush(stdout);
   };
   const jit::WarmReport report = warm(arch, ids, threads, progress);
+  if (!report.errors.empty() && report.unavailable == report.errors.size()) {
+    // Every kernel failed for one reason: NVRTC is missing. Say it once.
+    std::fprintf(stderr, "%s\n", report.errors.front().c_str());
+    return kExitUnavailable;
+  }
   for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", e.c_str());
   std::printf("warm sm_%d: %zu kernels, %zu compiled, %zu already cached, %zu failed, %u threads, %.2f s\n", arch,
               report.kernels, report.compiled, report.ready, report.errors.size(), report.threads, report.seconds);
@@ -304,6 +311,10 @@ int cmd_clear(int argc, char** argv) {
   Args args(argc, argv, {}, {});
   if (args.help()) {
     std::puts("usage: tropical clear\n\nRemoves every entry of the disk cache.");
+    return kExitOk;
+  }
+  if (!info().enabled && std::getenv("TROPICAL_CACHE_DISABLE") != nullptr) {
+    std::printf("the disk cache is disabled (TROPICAL_CACHE_DISABLE); nothing removed from %s\n", info().dir.c_str());
     return kExitOk;
   }
   std::printf("removed %" PRIu64 " entries from %s\n", clear(), info().dir.c_str());

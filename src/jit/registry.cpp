@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -139,10 +140,12 @@ CUfunction Registry::resolve(std::uint32_t id, int device) {
       driver::ScopedContext context(device);
       CUmodule module = nullptr;
       CUresult result = api.cuModuleLoadData(&module, img.cubin.data());
-      if (result != CUDA_SUCCESS) {
+      if (result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE ||
+          result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
         // A driver that cannot take the CUBIN may still JIT the PTX (slow, but it
         // runs). A disk hit brings no PTX, so fetch it now: from the entry, else
         // by compiling again (which also replaces an entry whose PTX is damaged).
+        // Other failures (no memory, a broken context) are reported as they are.
         std::string ptx = img.ptx;
         if (ptx.empty()) {
           const auto compile_ptx = [&] {
@@ -155,12 +158,15 @@ CUfunction Registry::resolve(std::uint32_t id, int device) {
           ptx =
               disk_->get_or_compile(cache_key(id, arch), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
         }
-        if (!ptx.empty()) result = api.cuModuleLoadData(&module, ptx.c_str());
+        if (!ptx.empty() && api.cuModuleLoadData(&module, ptx.c_str()) == CUDA_SUCCESS) result = CUDA_SUCCESS;
       }
       driver::check(result, "cuModuleLoadData");
       CUfunction function = nullptr;
       const std::string name(catalog_[id].name);
-      driver::check(api.cuModuleGetFunction(&function, module, name.c_str()), "cuModuleGetFunction");
+      if (const CUresult r = api.cuModuleGetFunction(&function, module, name.c_str()); r != CUDA_SUCCESS) {
+        api.cuModuleUnload(module);
+        driver::check(r, "cuModuleGetFunction");
+      }
       slot.module = module;
       Counters& counters = counters_[id];
       ++counters.loads;
@@ -197,19 +203,33 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
   auto worker = [&] {
     for (std::size_t i = next++; i < todo.size(); i = next++) {
       std::string error;
+      bool unavailable = false;
       try {
         image(todo[i], arch);
+      } catch (const Unavailable& e) {
+        error = e.what();
+        unavailable = true;
       } catch (const std::exception& e) {
         error = e.what();
       }
       std::lock_guard lock(report_mutex);
       if (!error.empty()) report.errors.push_back(std::move(error));
+      report.unavailable += unavailable;
       ++done;
-      if (progress && todo[i] < catalog_.size()) progress(done, todo.size(), catalog_[todo[i]].name);
+      if (progress) progress(done, todo.size(), todo[i] < catalog_.size() ? catalog_[todo[i]].name : "?");
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < report.threads; ++t) pool.emplace_back(worker);
+  try {
+    for (unsigned t = 0; t < report.threads; ++t) pool.emplace_back(worker);
+  } catch (const std::system_error&) {
+    // Out of threads (RLIMIT_NPROC, EAGAIN): go on with those that started.
+  }
+  report.threads = static_cast<unsigned>(pool.size());
+  if (pool.empty()) {
+    report.threads = 1;
+    worker();
+  }
   for (auto& t : pool) t.join();
   report.seconds = static_cast<double>(nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();

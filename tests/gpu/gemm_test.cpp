@@ -249,6 +249,21 @@ TEST(GpuApi, host_pointer_is_rejected_with_invalid_argument) {
   EXPECT_THROW((gemm<MaxPlus, float>(4, 4, 1, nullptr, dev.get(), dev.get())), InvalidArgument);
 }
 
+TEST(GpuApi, maxmul_backward_without_its_operand_is_rejected) {
+  if (!drv::available()) {
+    GTEST_SKIP() << "no CUDA device";
+  }
+  DeviceBuffer<float> gc(16), ga(16);
+  DeviceBuffer<std::int32_t> arg(16);
+  // MaxMul's gradient reads B: null is an argument error, not a fault on the GPU.
+  EXPECT_THROW((backward_a<MaxMul, float>(Trans::kNo, Trans::kNo, 4, 4, 4, gc.get(), 4, arg.get(), 4, nullptr, 4,
+                                          ga.get(), 4)),
+               InvalidArgument);
+  // (+) semirings never read it.
+  EXPECT_NO_THROW((backward_a<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, gc.get(), 4, arg.get(), 4, nullptr,
+                                              4, ga.get(), 4)));
+}
+
 TEST(GpuApi, kernels_on_two_devices) {
   if (!drv::available()) {
     GTEST_SKIP() << "no CUDA device";

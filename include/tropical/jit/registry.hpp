@@ -37,6 +37,7 @@ struct WarmReport {
   unsigned peak_compiles = 0;  ///< most NVRTC compiles seen running at once
   double seconds = 0;          ///< wall time
   std::vector<std::string> errors;  ///< one message per kernel that failed
+  std::size_t unavailable = 0;      ///< of those, failed because NVRTC could not be loaded
 };
 
 /// Called by Registry::warm after each kernel: kernels done, kernels in all, the one just done.
@@ -51,9 +52,11 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// primary context. Images are shared by devices of the same arch.
 ///
 /// Errors are sticky: a slot whose compile or load failed keeps that error and
-/// every later call for it rethrows the same exception without retrying (the
-/// inputs are fixed, so a retry would fail the same way). Failures are never
-/// written to disk, so a new process tries again. All members are thread-safe.
+/// every later call for it rethrows the same exception without retrying. For a
+/// compile the inputs are fixed, so a retry would fail the same way; a module
+/// load that failed for a passing reason (device memory exhausted) also stays
+/// failed for the life of the process. Failures are never written to disk, so
+/// a new process tries again. All members are thread-safe.
 class Registry {
  public:
   /// Devices per process the registry can serve (ordinals 0 .. kMaxDevices-1).
@@ -86,7 +89,9 @@ class Registry {
   /// Compiles `ids` (all kernels if empty) for sm_<arch> into memory and the
   /// disk cache on `threads` workers (0: one per core). Needs no GPU. Never
   /// throws for a kernel's failure: it is listed in the report. `progress`,
-  /// if set, is called (serialised) after each kernel with done/total counts.
+  /// if set, is called (serialised, on a worker thread) after each kernel with
+  /// done/total counts; it must not throw. If fewer threads can be started,
+  /// the work runs on those that did.
   WarmReport warm(std::span<const std::uint32_t> ids, int arch, unsigned threads = 0,
                   const WarmProgress& progress = {});
 
