@@ -48,9 +48,13 @@ class CliTest(unittest.TestCase):
         self.assertIn("unknown --semiring", self.run_tropical("gemm", "--semiring", "plusmax", code=2).stderr)
         self.assertIn("compile wants one kernel name", self.run_tropical("compile", code=2).stderr)
 
-    def test_bad_cache_size_is_a_usage_error(self):
+    def test_bad_cache_size_warns_and_uses_the_default(self):
         env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
-        self.assertIn("TROPICAL_CACHE_MAX_SIZE", self.run_tropical("list", env=env, code=2).stderr)
+        listing = self.run_tropical("list", env=env)
+        self.assertEqual(listing.stderr.count("TROPICAL_CACHE_MAX_SIZE"), 1, listing.stderr)
+        self.assertIn("'lots'", listing.stderr)
+        self.assertIn(KERNEL, listing.stdout)
+        self.assertIn("of 1073741824 allowed", self.run_tropical("stats", env=env).stdout)
 
     def test_warm_list_stats_clear_round_trip(self):
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)

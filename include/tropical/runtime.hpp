@@ -12,8 +12,8 @@ namespace tropical {
 
 /// The process-wide registry of the generated catalog behind every product,
 /// with the disk cache configured from the environment (see CacheConfig::from_env).
-/// Created on first use and never destroyed. Throws InvalidArgument for a
-/// malformed TROPICAL_CACHE_MAX_SIZE.
+/// Created on first use and never destroyed. Never fails for the cache: a
+/// malformed TROPICAL_CACHE_MAX_SIZE warns once and keeps the default.
 jit::Registry& registry();
 
 /// Compiles `kernels` (the whole catalog if empty) for sm_<arch> into memory

@@ -26,7 +26,6 @@
 #include <tuple>
 #include <utility>
 
-#include "tropical/error.hpp"
 #include "tropical/jit/sha256.hpp"
 
 namespace tropical::jit {
@@ -229,16 +228,24 @@ bool is_hard(int error) {
          error == ELOOP;
 }
 
-// One warning per cache directory per process, whatever goes wrong afterwards.
-void warn_once(const std::filesystem::path& dir, const std::string& message) {
+// The kinds of problem a warning reports. Each is reported at most once per
+// subject (a cache directory, a setting's value) per process: a problem keeps
+// quiet after its first warning, but never hides a different one that comes later.
+enum class Problem { kUnusable, kReadOnly, kStoreFailed, kNoMachineStats, kBadSize };
+
+void warn_once(Problem problem, const std::string& subject, const std::string& line) {
   static std::mutex mutex;
-  static auto& warned = *new std::set<std::string>;  // never destroyed: may be used during exit
+  // Never destroyed: may be used during exit.
+  static auto& warned = *new std::set<std::pair<Problem, std::string>>;
   {
     std::lock_guard lock(mutex);
-    if (!warned.insert(dir.string()).second) return;
+    if (!warned.emplace(problem, subject).second) return;
   }
-  const std::string line = "tropical: warning: disk cache " + dir.string() + " " + message + "\n";
   std::fputs(line.c_str(), stderr);
+}
+
+void warn_once(const std::filesystem::path& dir, Problem problem, const std::string& message) {
+  warn_once(problem, dir.string(), "tropical: warning: disk cache " + dir.string() + " " + message + "\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -410,6 +417,8 @@ bool older(const timespec& a, const timespec& b) {
   return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
 }
 
+// A whole number of bytes, optionally followed by K, M, G or T, alone or with B
+// or iB, in any case; every one of them a power of 1024.
 std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::uint64_t value = 0;
   std::size_t i = 0;
@@ -419,22 +428,14 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     value = value * 10 + digit;
   }
   if (i == 0) return std::nullopt;
-  const std::string_view suffix = text.substr(i);
-  int shift = 0;
-  if (suffix.empty()) {
-    shift = 0;
-  } else if (suffix == "K" || suffix == "k") {
-    shift = 10;
-  } else if (suffix == "M" || suffix == "m") {
-    shift = 20;
-  } else if (suffix == "G" || suffix == "g") {
-    shift = 30;
-  } else if (suffix == "T" || suffix == "t") {
-    shift = 40;
-  } else {
-    return std::nullopt;
-  }
-  if (shift > 0 && value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+  std::string suffix(text.substr(i));
+  for (char& c : suffix) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (suffix.empty()) return value;
+  const std::size_t unit = std::string_view("kmgt").find(suffix.front());
+  const std::string_view rest = std::string_view(suffix).substr(1);
+  if (unit == std::string_view::npos || !(rest.empty() || rest == "b" || rest == "ib")) return std::nullopt;
+  const int shift = 10 * static_cast<int>(unit + 1);
+  if (value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
   return value << shift;
 }
 
@@ -494,12 +495,20 @@ CacheConfig CacheConfig::from_env() {
     config.dir = home / ".cache" / "tropical";
   }
   if (const auto size = env("TROPICAL_CACHE_MAX_SIZE"); !size.empty()) {
-    const auto bytes = parse_size(size);
-    if (!bytes) {
-      throw InvalidArgument("tropical: TROPICAL_CACHE_MAX_SIZE=\"" + std::string(size) +
-                            "\" is not a size (bytes, or a whole number with a K, M, G or T suffix)");
+    if (const auto bytes = parse_size(size)) {
+      config.max_bytes = *bytes;
+    } else {
+      // Every product builds the process-wide registry from this configuration,
+      // and a cache problem must never fail the caller: warn and keep the default.
+      static_assert(kDefaultCacheMaxBytes == 1ull << 30, "the warning names the default");
+      std::string shown(size);
+      for (char& c : shown) c = static_cast<char>(c < 0x20 || c == 0x7f ? '?' : c);
+      warn_once(
+          Problem::kBadSize, std::string(size),
+          "tropical: warning: TROPICAL_CACHE_MAX_SIZE='" + shown +
+              "' is not a size (bytes, or with K/M/G/T, KB/MB/GB/TB, KiB/MiB/GiB/TiB, all powers of 1024);"
+              " using the default 1G\n");
     }
-    config.max_bytes = *bytes;
   }
   config.enabled = is_false_word(env("TROPICAL_CACHE_DISABLE"));
   return config;
@@ -527,11 +536,13 @@ struct DiskCache::Impl {
   explicit Impl(CacheConfig c) : config(std::move(c)) {
     if (!config.enabled) return;
     if (config.dir.empty()) {
-      warn_once("(none)", "unusable (no directory: set TROPICAL_CACHE_DIR or HOME); continuing without it");
+      warn_once("(none)", Problem::kUnusable,
+                "unusable (no directory: set TROPICAL_CACHE_DIR or HOME); continuing without it");
       return;
     }
     if (auto failure = open_directory()) {
-      warn_once(config.dir, "unusable (" + failure->reason() + "); continuing without it");
+      warn_once(config.dir, Problem::kUnusable,
+                "unusable (" + failure->reason() + "); continuing without it");
       dir.reset();
       return;
     }
@@ -574,6 +585,21 @@ struct DiskCache::Impl {
     return std::nullopt;
   }
 
+  // Gives the first size bytes of the file disk blocks (growing it with zeros
+  // if it is shorter), for the mapping: a page that only a sparse hole backs
+  // needs a block at its first store, and on a full disk or quota the kernel
+  // answers that store with SIGBUS, not an error. Allocating never changes the
+  // bytes already there, so racing creators cannot wipe each other's counts
+  // (glibc's fallback, where the file system cannot allocate, rewrites one zero
+  // byte per block, at the end of the page, which holds no counter). Returns 0 or an errno.
+  static int reserve(int fd, std::size_t size) {
+    int error = 0;
+    do {
+      error = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+    } while (error == EINTR);
+    return error;
+  }
+
   // Without the stats file the cache still works; only machine_stats() reads zeros.
   void map_stats() {
     Fd fd(::openat(dir.get(), "stats", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -585,10 +611,8 @@ struct DiskCache::Impl {
       failure = Failure{"checking the statistics file", errno};
     } else if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
       failure = Failure{"the statistics file is not a regular file of this user", EPERM};
-    } else if (st.st_size < static_cast<off_t>(kStatsFileSize) &&
-               ::ftruncate(fd.get(), static_cast<off_t>(kStatsFileSize)) != 0) {
-      // Growing only ever adds zeros, so racing creators cannot wipe each other's counts.
-      failure = Failure{"sizing the statistics file", errno};
+    } else if (const int error = reserve(fd.get(), kStatsFileSize); error != 0) {
+      failure = Failure{"reserving space for the statistics file", error};
     }
     if (!failure) {
       void* map = ::mmap(nullptr, kStatsFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
@@ -607,7 +631,8 @@ struct DiskCache::Impl {
       }
     }
     count(kErrors);
-    warn_once(config.dir, "has no machine-wide statistics (" + failure->reason() + ")");
+    warn_once(config.dir, Problem::kNoMachineStats,
+              "has no machine-wide statistics (" + failure->reason() + ")");
   }
 
   void count(Counter counter, std::uint64_t n = 1) noexcept {
@@ -618,8 +643,8 @@ struct DiskCache::Impl {
   }
 
   void warn_read_only(const Failure& failure) const {
-    warn_once(config.dir, "cannot store entries (" + failure.reason() +
-                              "); continuing with the entries already there");
+    warn_once(config.dir, Problem::kReadOnly,
+              "cannot store entries (" + failure.reason() + "); continuing with the entries already there");
   }
 
   // Counts the failure, warns once, and stops writing if the directory cannot take writes.
@@ -629,8 +654,9 @@ struct DiskCache::Impl {
       writable = false;
       warn_read_only(failure);
     } else {
-      warn_once(config.dir, "cannot store an entry (" + failure.reason() +
-                                "); continuing, compiled images stay in memory");
+      warn_once(
+          config.dir, Problem::kStoreFailed,
+          "cannot store an entry (" + failure.reason() + "); continuing, compiled images stay in memory");
     }
   }
 
@@ -696,6 +722,7 @@ struct DiskCache::Impl {
     return {Found::kEntry, std::move(image)};
   }
 
+  // A failure means that no entry was stored: nothing reaches the entry's name before the rename.
   std::optional<Failure> store(const std::string& serialized_key, const std::string& name,
                                const CompiledImage& image) {
     const std::size_t size = kHeaderSize + serialized_key.size() + image.cubin.size() + image.ptx.size();
@@ -729,8 +756,11 @@ struct DiskCache::Impl {
     hook(WriteStage::kSynced);
     if (auto failure = file.commit()) return failure;
     count(kBytesWritten, size);
-    // The rename is durable only once the directory is synced.
-    if (::fsync(dir.get()) != 0) return Failure{"syncing the directory", errno};
+    // The rename is durable only once the directory is synced. But the entry is
+    // stored from the rename on, whole and loadable: a failed sync only risks
+    // losing it to a crash, which costs a compile. So it is counted, not
+    // reported, and the store (and the eviction after it) goes on.
+    if (::fsync(dir.get()) != 0) count(kErrors);
     hook(WriteStage::kRenamed);
     return std::nullopt;
   }

@@ -2,15 +2,23 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,11 +28,11 @@
 #include <iterator>
 #include <latch>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "tropical/error.hpp"
 #include "tropical/jit/sha256.hpp"
 
 namespace tropical::jit {
@@ -216,6 +224,87 @@ class SharedCounters {
   std::size_t n_;
   std::uint64_t* words_;
 };
+
+// What a forked child exits with when the system lacks what its test needs.
+constexpr int kChildCannotSetUp = 77;
+
+// Writes text with one write(2), as /proc/self/uid_map wants. Returns whether it all went.
+bool write_once(const char* path, const std::string& text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// Mounts a tmpfs of size_option (such as "64k") at `at`, in a mount namespace of
+// this process alone, so that it goes away when the process ends. For a forked,
+// single-threaded child. Without root it enters a user namespace first, mapping
+// its own uid and gid. Returns "" or what failed.
+std::string mount_private_tmpfs(const fs::path& at, const std::string& size_option) {
+  const auto failed = [](const std::string& what) { return what + ": " + std::strerror(errno); };
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  if (::unshare(CLONE_NEWNS) != 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return failed("unshare");
+    if (!write_once("/proc/self/setgroups", "deny") ||
+        !write_once("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !write_once("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+      return failed("mapping the user namespace");
+    }
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return failed("making mounts private");
+  }
+  const std::string options = "size=" + size_option + ",mode=0700";
+  if (::mount("tmpfs", at.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    return failed("mounting a tmpfs");
+  }
+  return "";
+}
+
+// Writes zeros to a new file until the file system is full. Returns whether it got there.
+bool fill_up(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const std::vector<char> zeros(4096);
+  for (;;) {
+    if (::write(fd, zeros.data(), zeros.size()) < 0) {
+      const bool full = errno == ENOSPC;
+      ::close(fd);
+      return full;
+    }
+  }
+}
+
+// The descriptor this process has open on path (compared as the kernel names it), or -1.
+int descriptor_of(const fs::path& path) {
+  const fs::path wanted = fs::canonical(path);
+  for (const auto& item : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (fs::read_symlink(item.path(), error) == wanted) return std::stoi(item.path().filename().string());
+  }
+  return -1;
+}
+
+// From now on, fsync(fd) fails with EIO in this process, and every other call
+// goes through (seccomp). The process makes only native system calls, so the
+// filter needs no check of the architecture.
+bool make_fsync_fail(int fd) {
+  constexpr std::uint32_t kFirstArgLow =
+      offsetof(seccomp_data, args) + (std::endian::native == std::endian::big ? 4 : 0);
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fsync, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kFirstArgLow),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(fd), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
 
 // ---------------------------------------------------------------------------
 // Keys.
@@ -1225,6 +1314,96 @@ TEST_F(DiskCacheTest, directory_removed_while_in_use_degrades_with_one_warning) 
   EXPECT_EQ(cache.process_stats().compiles, 4u);
 }
 
+TEST_F(DiskCacheTest, full_disk_degrades_without_a_signal_and_still_compiles) {
+  const fs::path small = root_ / "small";
+  fs::create_directory(small);
+  dir_ = small / "cache";
+  Child child(
+      [&] {
+        if (const std::string why = mount_private_tmpfs(small, "64k"); !why.empty()) {
+          std::fprintf(stderr, "cannot mount a small tmpfs (%s)\n", why.c_str());
+          return kChildCannotSetUp;
+        }
+        // The directory is there before the disk fills up; the statistics file and the entries are not.
+        if (::mkdir(dir_.c_str(), 0700) != 0 || !fill_up(small / "filler")) return 10;
+        DiskCache cache(config());
+        for (int i = 0; i < 3; ++i) {
+          bool compiled = false;
+          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          if (!compiled || !same(image, make_image(i))) return 20 + i;
+        }
+        if (cache.process_stats().compiles != 3 || cache.machine_stats().compiles != 0) return 30;
+        return cache.enabled() ? 0 : 31;  // space may come back: a full disk does not switch the cache off
+      },
+      /*capture_stderr=*/true);
+  const Outcome outcome = child.wait(20s);
+  if (outcome.exit_code == kChildCannotSetUp) GTEST_SKIP() << outcome.err;
+  EXPECT_EQ(outcome.signal, 0) << "killed by a signal (SIGBUS is 7)\n" << outcome.err;
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "has no machine-wide statistics"), 1) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "cannot store an entry"), 1) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 2) << outcome.err;
+  EXPECT_NE(outcome.err.find("No space left on device"), std::string::npos) << outcome.err;
+}
+
+TEST_F(DiskCacheTest, failed_directory_sync_after_the_rename_still_stores_and_evicts_without_warning) {
+  const std::uint64_t size = entry_size();
+  Child child(
+      [&] {
+        DiskCache cache(config(2 * size + size / 2));
+        const int dir_fd = descriptor_of(dir_);
+        if (dir_fd < 0) return 10;
+        if (!make_fsync_fail(dir_fd)) {
+          std::fprintf(stderr, "cannot install a seccomp filter (%s)\n", std::strerror(errno));
+          return kChildCannotSetUp;
+        }
+        if (::fsync(dir_fd) == 0 || errno != EIO) return 11;
+        for (int i = 0; i < 5; ++i) {
+          bool compiled = false;
+          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          if (!compiled || !same(image, make_image(i))) return 20 + i;
+        }
+        const CacheStats stats = cache.process_stats();
+        if (stats.evictions != 3) return 30;
+        if (stats.errors != 5) return 31;  // each failed sync is counted
+        return cache.enabled() ? 0 : 32;
+      },
+      /*capture_stderr=*/true);
+  const Outcome outcome = child.wait(20s);
+  if (outcome.exit_code == kChildCannotSetUp) GTEST_SKIP() << outcome.err;
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 0) << outcome.err;
+
+  DiskCache cache(config());
+  EXPECT_EQ(cache.info().entries, 2u);
+  EXPECT_TRUE(cache.load(make_key(3)).has_value());
+  EXPECT_TRUE(cache.load(make_key(4)).has_value());
+}
+
+TEST_F(DiskCacheTest, each_kind_of_problem_warns_once_and_none_hides_another) {
+  const auto plant_foreign_statistics = [&] {
+    fs::create_directories(dir_);
+    write_file(dir_ / "stats", std::string(4096, '\x7f'));
+    fs::permissions(dir_ / "stats", fs::perms::owner_read | fs::perms::owner_write);
+  };
+  plant_foreign_statistics();
+  ::testing::internal::CaptureStderr();
+  DiskCache cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  fs::remove_all(dir_);
+  for (int i = 2; i < 5; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  plant_foreign_statistics();
+  DiskCache again(config());
+  again.get_or_compile(make_key(5), [] { return make_image(5); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_of(err, "has no machine-wide statistics"), 1) << err;
+  EXPECT_EQ(count_of(err, "cannot store entries"), 1) << err;
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 2) << err;
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_TRUE(again.enabled());
+  EXPECT_TRUE(again.load(make_key(5)).has_value());
+}
+
 TEST_F(DiskCacheTest, disabled_cache_never_touches_the_disk) {
   CacheConfig c = config();
   c.enabled = false;
@@ -1389,22 +1568,62 @@ TEST_F(CacheConfigFromEnv, relative_tropical_cache_dir_is_made_absolute) {
   EXPECT_EQ(CacheConfig::from_env().dir, fs::current_path() / "rel/cache");
 }
 
-TEST_F(CacheConfigFromEnv, sizes_take_k_m_g_t_suffixes) {
+TEST_F(CacheConfigFromEnv, sizes_take_k_m_g_t_suffixes_alone_or_with_b_or_ib_in_any_case) {
   const std::vector<std::pair<std::string, std::uint64_t>> cases = {
-      {"0", 0},           {"12345", 12345},       {"4K", 4096},          {"4k", 4096},
-      {"3M", 3ull << 20}, {"2G", 2ull << 30},     {"2g", 2ull << 30},    {"1T", 1ull << 40},
+      {"0", 0},
+      {"12345", 12345},
+      {"18446744073709551615", ~std::uint64_t{0}},
+      {"4K", 4096},
+      {"4k", 4096},
+      {"4KB", 4096},
+      {"4kb", 4096},
+      {"4KiB", 4096},
+      {"4kib", 4096},
+      {"4KIB", 4096},
+      {"3M", 3ull << 20},
+      {"3MB", 3ull << 20},
+      {"3MiB", 3ull << 20},
+      {"2G", 2ull << 30},
+      {"2g", 2ull << 30},
+      {"2GB", 2ull << 30},
+      {"2Gb", 2ull << 30},
+      {"2GiB", 2ull << 30},
+      {"1T", 1ull << 40},
+      {"1TB", 1ull << 40},
+      {"1tib", 1ull << 40},
+      {"17179869183G", 17179869183ull << 30},
   };
+  ::testing::internal::CaptureStderr();
   for (const auto& [text, bytes] : cases) {
     ::setenv("TROPICAL_CACHE_MAX_SIZE", text.c_str(), 1);
     EXPECT_EQ(CacheConfig::from_env().max_bytes, bytes) << text;
   }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
-TEST_F(CacheConfigFromEnv, malformed_size_throws_invalid_argument) {
-  for (const char* text : {"abc", "10X", "-5", " 5", "5 ", "1.5G", "5KB", "G", "99999999999999999999",
-                           "17179869184G"}) {
-    ::setenv("TROPICAL_CACHE_MAX_SIZE", text, 1);
-    EXPECT_THROW(CacheConfig::from_env(), InvalidArgument) << text;
+TEST_F(CacheConfigFromEnv, malformed_size_warns_once_and_keeps_the_default) {
+  // Once per value per process: a value warned about before (say, in an earlier
+  // --gtest_repeat round) stays quiet.
+  static std::set<std::string> warned;
+  std::vector<std::pair<std::string, std::string>> cases;  // the value, as the warning shows it
+  for (const char* text : {"lots", "abc", "10X", "-5", " 5", "5 ", "1.5G", "G", "KB", "5iB", "5KiBs", "5KBi",
+                           "5kk", "5K B", "99999999999999999999", "17179869184G", "16777216TiB"}) {
+    cases.emplace_back(text, text);
+  }
+  cases.emplace_back("1\x1b[2J\n", "1?[2J?");  // no control character reaches the terminal
+  for (const auto& [text, shown] : cases) {
+    ::setenv("TROPICAL_CACHE_MAX_SIZE", text.c_str(), 1);
+    ::testing::internal::CaptureStderr();
+    const CacheConfig first = CacheConfig::from_env();
+    const CacheConfig second = CacheConfig::from_env();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(first.max_bytes, kDefaultCacheMaxBytes) << shown;
+    EXPECT_EQ(second.max_bytes, kDefaultCacheMaxBytes) << shown;
+    EXPECT_TRUE(first.enabled) << shown;
+    if (!warned.insert(text).second) continue;
+    EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << shown << "\n" << err;
+    EXPECT_NE(err.find("TROPICAL_CACHE_MAX_SIZE='" + shown + "' is not a size"), std::string::npos) << err;
+    EXPECT_NE(err.find("using the default 1G"), std::string::npos) << err;
   }
 }
 

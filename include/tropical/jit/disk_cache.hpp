@@ -32,20 +32,26 @@ struct CacheKey {
 /// What a disk hit reads and returns: the CUBIN alone (the start-up path; PTX left empty), or CUBIN and PTX.
 enum class ImageParts { kCubin, kCubinAndPtx };
 
+/// The size limit when none is configured: 1 GiB.
+inline constexpr std::uint64_t kDefaultCacheMaxBytes = std::uint64_t{1} << 30;
+
 /// Stages of writing an entry, reported to CacheConfig::test_hook (crash tests).
 enum class WriteStage { kLocked, kCompiled, kTempWritten, kSynced, kRenamed };
 
 /// Where the cache lives and how large it may grow.
 struct CacheConfig {
-  std::filesystem::path dir;                   ///< entries live here
-  std::uint64_t max_bytes = 1ull << 30;        ///< LRU eviction above this
-  bool enabled = true;                         ///< false: no disk tier at all
-  std::function<void(WriteStage)> test_hook;   ///< called at each write stage (tests only)
+  std::filesystem::path dir;                        ///< entries live here
+  std::uint64_t max_bytes = kDefaultCacheMaxBytes;  ///< LRU eviction above this
+  bool enabled = true;                              ///< false: no disk tier at all
+  std::function<void(WriteStage)> test_hook;        ///< called at each write stage (tests only)
 
   /// $TROPICAL_CACHE_DIR, else $XDG_CACHE_HOME/tropical, else ~/.cache/tropical;
-  /// TROPICAL_CACHE_MAX_SIZE (bytes, or with a K/M/G/T suffix, powers of 1024);
+  /// TROPICAL_CACHE_MAX_SIZE: a whole number of bytes, optionally followed by K, M, G or T,
+  /// alone or with B or iB (KB, KiB, ...), in any case, every one a power of 1024
+  /// (1KB = 1KiB = 1024 bytes); a malformed or too large value gives one warning on
+  /// stderr per value per process and the default kDefaultCacheMaxBytes;
   /// TROPICAL_CACHE_DISABLE set to anything but "", 0, false, no or off disables.
-  /// Throws InvalidArgument for a malformed size.
+  /// Never throws for what the environment holds.
   static CacheConfig from_env();
 };
 
@@ -73,13 +79,14 @@ struct CacheInfo {
 
 /// Persistent store of compiled images shared by every process of the user on
 /// the machine. All members are thread-safe; none throws on disk problems:
-/// an unusable directory degrades to compiling without storing, with one
-/// warning on stderr per directory per process.
+/// an unusable directory degrades to compiling without storing, with at most
+/// one warning on stderr per kind of problem per directory per process.
 class DiskCache {
  public:
   /// Opens (creating it 0700 if needed) config.dir unless disabled; never throws on disk problems.
   explicit DiskCache(CacheConfig config);
-  /// Releases the mapping of the statistics file; lock files stay open for the process.
+  /// Releases the mapping of the statistics file and the directory descriptors. No lock
+  /// outlives a call: each lock file is opened when its lock is taken and closed to release it.
   ~DiskCache();
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
@@ -92,10 +99,12 @@ class DiskCache {
 
   /// The image for key: from disk with the given parts as load() returns them,
   /// or whole (PTX included) from compile() run while holding the key's
-  /// cross-process lock (after looking again), then stored. Exactly one caller
-  /// machine-wide compiles a key at a time; the others wait and read. Sets
-  /// *compiled to whether this call compiled. Exceptions from compile()
-  /// propagate and nothing is stored. compile() must not call back into this cache.
+  /// cross-process lock (after looking again), then stored. While the cache can
+  /// store, one caller machine-wide compiles a key at a time and the others wait
+  /// and read; when it cannot (disabled, degraded, read-only, or the key's lock
+  /// cannot be taken) each caller that misses compiles on its own, without waiting
+  /// and without storing. Sets *compiled to whether this call compiled. Exceptions
+  /// from compile() propagate and nothing is stored. compile() must not call back into this cache.
   CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
 
