@@ -1,5 +1,6 @@
 #include "tropical/jit/nvrtc.hpp"
 
+#include <cuda.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
 #include <sys/stat.h>
@@ -65,7 +66,9 @@ std::string find_in_search_path(const std::string& name) {
 
 std::string identity_of(const std::string& path) {
   const std::string file = path.find('/') == std::string::npos ? find_in_search_path(path) : path;
-  if (file.empty()) return path;
+  // Not found by name: the loader's cache will pick some libnvrtc.so.13; the
+  // toolkit we were built against is the best identity left.
+  if (file.empty()) return path + ":built-with-cuda-" + std::to_string(CUDA_VERSION);
   char resolved[PATH_MAX];
   if (::realpath(file.c_str(), resolved) == nullptr) return file;
   struct stat st {};

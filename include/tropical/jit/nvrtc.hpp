@@ -37,8 +37,10 @@ std::vector<std::string> compile_options(int arch);
 CompiledImage compile(const KernelSource& kernel, int arch);
 
 /// Identity of the NVRTC that compile() would use (its resolved file name and
-/// size, e.g. "libnvrtc.so.13:109338064"), found without loading it; part of
-/// cache keys. Thread-safe; computed once per process; never throws Unavailable.
+/// size, e.g. "libnvrtc.so.13.0.88:109338064", or the soname and the CUDA
+/// version built against when the file cannot be found by name), found
+/// without loading it; part of cache keys. Thread-safe; computed once per
+/// process; never throws Unavailable.
 const std::string& nvrtc_identity();
 
 /// NVRTC's own version, "major.minor"; loads libnvrtc. Throws Unavailable.
