@@ -12,6 +12,7 @@
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
+#include "tropical/gemm.hpp"
 #include "tropical/runtime.hpp"
 
 namespace {
@@ -63,6 +64,67 @@ void BM_hot_lookup_global_registry(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_hot_lookup_global_registry)->ThreadRange(1, 16)->UseRealTime();
+
+/// One float on GPU 0 for the per-call benchmarks.
+CUdeviceptr device_float() {
+  jit::driver::ScopedContext context(0);
+  CUdeviceptr p = 0;
+  jit::driver::check(jit::driver::api().cuMemAlloc(&p, sizeof(float)), "cuMemAlloc");
+  return p;
+}
+
+// What one call of the public API costs on the host: argument checks, pointer
+// checks with the driver, kernel lookup, context push/pop and the launch of a
+// 1x1x1 product (synchronising every 256 calls, inside the timing).
+void BM_gemm_call(benchmark::State& state) {
+  if (!jit::driver::available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  static const CUdeviceptr a = device_float(), b = device_float(), c = device_float();
+  const float* pa = reinterpret_cast<const float*>(a);
+  const float* pb = reinterpret_cast<const float*>(b);
+  float* pc = reinterpret_cast<float*>(c);
+  gemm<MaxPlus, float>(1, 1, 1, pa, pb, pc);
+  jit::driver::ScopedContext context(0);  // as a runtime-API program has it current
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    gemm<MaxPlus, float>(1, 1, 1, pa, pb, pc);
+    if (++n % 256 == 0) jit::driver::check(jit::driver::api().cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  jit::driver::check(jit::driver::api().cuCtxSynchronize(), "cuCtxSynchronize");
+}
+BENCHMARK(BM_gemm_call)->Unit(benchmark::kMicrosecond);
+
+// The same launch with the driver alone, for the ratio: cuLaunchKernel of the
+// already-resolved function in a current context.
+void BM_bare_launch(benchmark::State& state) {
+  if (!jit::driver::available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  static const CUdeviceptr a = device_float(), b = device_float(), c = device_float();
+  const auto id = static_cast<std::uint32_t>(kernel_id<MaxPlus, float, Op::kGemm>());
+  CUfunction f = registry().function(id, 0);
+  const auto& launch = catalog::kInfo[id].launch;
+  long long one = 1;
+  int no = 0;
+  const void* pa = reinterpret_cast<const void*>(a);
+  const void* pb = reinterpret_cast<const void*>(b);
+  void* pc = reinterpret_cast<void*>(c);
+  void* args[] = {&pa, &pb, &pc, &one, &one, &one, &one, &one, &one, &no, &no};
+  jit::driver::ScopedContext context(0);
+  const auto& api = jit::driver::api();
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    jit::driver::check(api.cuLaunchKernel(f, 1, 1, 1, launch.block_x, launch.block_y, 1, launch.smem_bytes, nullptr,
+                                          args, nullptr),
+                       "cuLaunchKernel");
+    if (++n % 256 == 0) jit::driver::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  jit::driver::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+BENCHMARK(BM_bare_launch)->Unit(benchmark::kMicrosecond);
 
 // Warm first use: a new registry (as in a new process) whose kernel is on
 // disk: read + verify + cuModuleLoadData, context creation excluded. Target <= 1 ms.
