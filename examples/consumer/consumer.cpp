@@ -24,18 +24,9 @@ int main() {
                 report.kernels, report.compiled, report.ready);
     return report.errors.empty() ? 0 : 1;
   }
-  namespace drv = tropical::jit::driver;
-  drv::ScopedContext context(0);
-  CUdeviceptr da = 0, db = 0, dc = 0;
-  drv::check(drv::api().cuMemAlloc(&da, 16), "cuMemAlloc");
-  drv::check(drv::api().cuMemAlloc(&db, 16), "cuMemAlloc");
-  drv::check(drv::api().cuMemAlloc(&dc, 16), "cuMemAlloc");
-  drv::check(drv::api().cuMemcpyHtoD(da, a.data(), 16), "cuMemcpyHtoD");
-  drv::check(drv::api().cuMemcpyHtoD(db, b.data(), 16), "cuMemcpyHtoD");
-  tropical::gemm<MaxPlus, float>(2, 2, 2, reinterpret_cast<float*>(da), reinterpret_cast<float*>(db),
-                                 reinterpret_cast<float*>(dc));
-  std::vector<float> got(4);
-  drv::check(drv::api().cuMemcpyDtoH(got.data(), dc, 16), "cuMemcpyDtoH");
+  tropical::DeviceBuffer<float> da(a), db(b), dc(c.size());
+  tropical::gemm<MaxPlus, float>(2, 2, 2, da.get(), db.get(), dc.get());
+  const std::vector<float> got = dc.download(c.size());
   std::printf("GPU: C = %g %g %g %g\n", got[0], got[1], got[2], got[3]);
   return got == c ? 0 : 1;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tropical/catalog_sources.hpp"
+#include "tropical/device_buffer.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/tropical.hpp"
 
@@ -131,35 +132,6 @@ int with_semiring_and_type(const std::string& semiring, const std::string& type,
   throw UsageError{"unknown --semiring '" + semiring + "' (maxplus, minplus, maxmul)"};
 }
 
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(std::size_t n) {
-    drv::ScopedContext context(0);
-    drv::check(drv::api().cuMemAlloc(&ptr_, std::max<std::size_t>(n, 1) * sizeof(T)), "cuMemAlloc");
-  }
-  ~DeviceArray() {
-    drv::ScopedContext context(0);
-    drv::api().cuMemFree(ptr_);
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  void upload(const std::vector<T>& v) {
-    drv::ScopedContext context(0);
-    drv::check(drv::api().cuMemcpyHtoD(ptr_, v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD");
-  }
-  std::vector<T> download(std::size_t n) const {
-    drv::ScopedContext context(0);
-    drv::check(drv::api().cuCtxSynchronize(), "cuCtxSynchronize");
-    std::vector<T> v(n);
-    drv::check(drv::api().cuMemcpyDtoH(v.data(), ptr_, n * sizeof(T)), "cuMemcpyDtoH");
-    return v;
-  }
-  T* get() const { return reinterpret_cast<T*>(ptr_); }
-
- private:
-  CUdeviceptr ptr_ = 0;
-};
 
 template <class S, class T>
 std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
@@ -354,7 +326,7 @@ int cmd_gemm(int argc, char** argv) {
     if (!drv::available()) throw Unavailable("tropical gemm needs a GPU: no CUDA driver or device found");
     const auto a = random_values<S, T>(static_cast<std::size_t>(m * k), 1);
     const auto b = random_values<S, T>(static_cast<std::size_t>(k * n), 2);
-    DeviceArray<T> da(a.size()), db(b.size()), dc(static_cast<std::size_t>(m * n));
+    DeviceBuffer<T> da(a.size()), db(b.size()), dc(static_cast<std::size_t>(m * n));
     da.upload(a);
     db.upload(b);
     const auto before = registry().stats()[static_cast<std::size_t>(kernel_id<S, T, Op::kGemm>())];
@@ -392,8 +364,8 @@ bool verify_pair(std::string& report) {
   const std::int64_t m = 67, n = 45, k = 129;
   const auto a = random_values<S, T>(static_cast<std::size_t>(m * k), 3);
   const auto b = random_values<S, T>(static_cast<std::size_t>(k * n), 4);
-  DeviceArray<T> da(a.size()), db(b.size()), dc(static_cast<std::size_t>(m * n));
-  DeviceArray<std::int32_t> darg(static_cast<std::size_t>(m * n));
+  DeviceBuffer<T> da(a.size()), db(b.size()), dc(static_cast<std::size_t>(m * n));
+  DeviceBuffer<std::int32_t> darg(static_cast<std::size_t>(m * n));
   da.upload(a);
   db.upload(b);
   std::vector<T> want(static_cast<std::size_t>(m * n)), want2(want.size());
@@ -414,7 +386,7 @@ bool verify_pair(std::string& report) {
   line("gemm_batched", dc.download(want.size()) == want);
   if constexpr (kInCatalog<S, T, Op::kBackwardA>) {
     std::vector<T> gc(want.size(), T(1)), want_ga(a.size()), want_gb(b.size());
-    DeviceArray<T> dgc(gc.size()), dga(a.size()), dgb(b.size());
+    DeviceBuffer<T> dgc(gc.size()), dga(a.size()), dgb(b.size());
     dgc.upload(gc);
     reference::backward_a<S, T>(Trans::kNo, Trans::kNo, m, n, k, gc.data(), n, want_arg.data(), n, b.data(), n, want_ga.data(), k);
     reference::backward_b<S, T>(Trans::kNo, Trans::kNo, m, n, k, gc.data(), n, want_arg.data(), n, a.data(), k, want_gb.data(), n);

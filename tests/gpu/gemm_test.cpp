@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tropical/device_buffer.hpp"
 #include "tropical/tropical.hpp"
 #include "tropical/jit/driver.hpp"
 
@@ -22,43 +23,6 @@ namespace tropical {
 namespace {
 
 namespace drv = jit::driver;
-
-/// Buffer of n elements of T on a device, freed on destruction.
-template <class T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t n, int device = 0) : n_(std::max<std::size_t>(n, 1)), device_(device) {
-    drv::ScopedContext context(device_);
-    drv::check(drv::api().cuMemAlloc(&ptr_, n_ * sizeof(T)), "cuMemAlloc");
-  }
-  explicit DeviceBuffer(const std::vector<T>& host, int device = 0) : DeviceBuffer(host.size(), device) {
-    upload(host);
-  }
-  ~DeviceBuffer() {
-    drv::ScopedContext context(device_);
-    drv::api().cuMemFree(ptr_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void upload(const std::vector<T>& host) {
-    drv::ScopedContext context(device_);
-    drv::check(drv::api().cuMemcpyHtoD(ptr_, host.data(), host.size() * sizeof(T)), "cuMemcpyHtoD");
-  }
-  std::vector<T> download(std::size_t n) const {
-    drv::ScopedContext context(device_);
-    drv::check(drv::api().cuCtxSynchronize(), "cuCtxSynchronize");
-    std::vector<T> host(n);
-    drv::check(drv::api().cuMemcpyDtoH(host.data(), ptr_, n * sizeof(T)), "cuMemcpyDtoH");
-    return host;
-  }
-  T* get() const { return reinterpret_cast<T*>(ptr_); }
-
- private:
-  std::size_t n_;
-  int device_;
-  CUdeviceptr ptr_ = 0;
-};
 
 /// Random operands for semiring S: finite values, some infinities or extremes.
 template <class S, class T>
