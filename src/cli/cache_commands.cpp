@@ -179,7 +179,7 @@ int cmd_warm(int argc, char** argv) {
     std::fflush(stdout);  // the summary first, on a terminal
     const jit::CacheInfo i = info();
     const std::string why = cache_disabled_by_env() ? "the cache is disabled (TROPICAL_CACHE_DISABLE)"
-                            : !i.enabled            ? "the cache is unusable (see the warning above)"
+                            : !i.enabled            ? "the cache is unusable (its reason is printed above)"
                                                     : "the cache is too small (limit " + std::to_string(i.max_bytes) +
                                                           " bytes; see TROPICAL_CACHE_MAX_SIZE)";
     std::fprintf(stderr, "tropical: %zu of %zu kernels for sm_%d are not stored in %s: %s\n", not_stored, wanted, arch,
