@@ -45,9 +45,12 @@ def run(cmd, **kwargs):
 
 
 def output(cmd, echo=True, **kwargs):
-    proc = run(cmd, capture_output=True, text=True, **kwargs)
-    if echo:
+    """Runs cmd and returns its stdout; echoes stdout and stderr (always when it fails)."""
+    print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if echo or proc.returncode != 0:
         sys.stdout.write(proc.stdout + proc.stderr)
+    proc.check_returncode()
     return proc.stdout
 
 
