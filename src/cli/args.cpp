@@ -13,7 +13,8 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 
 // A short flag ("-j") may carry its value glued on ("-j4"), as getopt allows.
 bool is_glued_short(const std::string& flag, const std::string& arg) {
-  return flag.size() == 2 && flag[0] == '-' && flag[1] != '-' && arg.size() > 2 && arg.compare(0, 2, flag) == 0;
+  return flag.size() == 2 && flag[0] == '-' && flag[1] != '-' && arg.size() > 2 &&
+         arg.compare(0, 2, flag) == 0;
 }
 
 }  // namespace
@@ -85,8 +86,8 @@ std::uint64_t Args::get_uint(const std::string& flag, std::uint64_t fallback, st
   const char* end = text.data() + text.size();
   const auto [ptr, error] = std::from_chars(text.data(), end, value);
   if (text.empty() || error != std::errc() || ptr != end || value < min || value > max) {
-    throw UsageError{flag + " wants a non-negative integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                     ", not '" + text + "'"};
+    throw UsageError{flag + " wants a non-negative integer from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + text + "'"};
   }
   return value;
 }
