@@ -19,6 +19,7 @@ Every program runs its CPU-only path.
 Usage: consumers_test.py SOURCE_ROOT
 """
 
+import concurrent.futures
 import glob
 import json
 import os
@@ -105,10 +106,18 @@ def installed(tmp, env):
 def headers_compile_alone(prefix, env):
     """Every installed header compiles on its own with the flags pkg-config gives."""
     cflags = shlex.split(output(["pkg-config", "--cflags", "tropical"], env=env))
-    for header in sorted(glob.glob(os.path.join(prefix, "include", "tropical", "**", "*.hpp"), recursive=True)):
+    headers = sorted(glob.glob(os.path.join(prefix, "include", "tropical", "**", "*.hpp"), recursive=True))
+
+    def compile_alone(header):
         rel = os.path.relpath(header, os.path.join(prefix, "include"))
-        run(["c++", "-std=c++20", "-fsyntax-only", *cflags, "-x", "c++", "-"], env=env,
-            input=f"#include <{rel}>\n", text=True)
+        proc = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", *cflags, "-x", "c++", "-"], env=env,
+                              input=f"#include <{rel}>\n", text=True, capture_output=True)
+        return rel, proc
+
+    print(f"+ c++ -fsyntax-only on each of {len(headers)} installed headers", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for rel, proc in pool.map(compile_alone, headers):
+            check(proc.returncode == 0, f"installed <{rel}> does not compile alone:\n{proc.stderr}")
 
 
 def main():
