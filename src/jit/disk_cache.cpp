@@ -953,6 +953,23 @@ std::uint64_t DiskCache::clear() {
   return removed;
 }
 
+bool DiskCache::remove(const CacheKey& key) {
+  Impl& s = *impl_;
+  if (!s.dir.valid()) return false;
+  const std::string name = key.digest() + std::string(kEntrySuffix);
+  return ::unlinkat(s.dir.get(), name.c_str(), 0) == 0;
+}
+
+void DiskCache::zero_stats() {
+  Impl& s = *impl_;
+  for (std::size_t i = 0; i < kCounterCount; ++i) {
+    s.process[i].store(0, std::memory_order_relaxed);
+    if (s.machine != nullptr) {
+      std::atomic_ref<std::uint64_t>(s.machine[1 + i]).store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
 CacheInfo DiskCache::info() const {
   const Impl& s = *impl_;
   CacheInfo info;

@@ -115,6 +115,11 @@ class DiskCache {
   /// Removes every entry (not the lock files, not the statistics) and temporary
   /// files older than an hour. Returns the number of entries removed.
   std::uint64_t clear();
+  /// Removes the entry for key, if there is one; returns whether a file was removed.
+  bool remove(const CacheKey& key);
+  /// Sets this process's and the machine-wide counters to zero (other processes'
+  /// own process counters are untouched).
+  void zero_stats();
   /// Directory, state and size.
   CacheInfo info() const;
   /// True if entries are read and written (not disabled, not degraded; a cache
