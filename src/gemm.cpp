@@ -165,17 +165,25 @@ Extents check_product(const Problem& p, std::size_t elem_size) {
           extent("C", {p.m, p.n}, p.ldc, elem_size)};
 }
 
-/// Adds the operands of a non-empty product (A and B only if k > 0) to a
-/// device check, after rejecting null pointers and C in place of A or B.
-void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
+/// Rejects null operands of a non-empty product (A and B only if k > 0), then
+/// C in place of A or B, and argmax (if not null) in place of any of them.
+/// Runs before any driver call, so these errors need no GPU.
+void check_operands(const Problem& p, const void* a, const void* b, const void* c, const void* argmax) {
   if (p.k > 0) {
     check_non_null(a, "A");
     check_non_null(b, "B");
   }
   check_non_null(c, "C");
+  // Blocks write C while others still read A and B: no in-place products.
+  if (p.k > 0 && (c == a || c == b)) invalid("C must not overlap A or B (write the product to another buffer)");
+  if (argmax != nullptr && (argmax == c || (p.k > 0 && (argmax == a || argmax == b)))) {
+    invalid("argmax must not overlap A, B or C");
+  }
+}
+
+/// Adds the operands of a checked, non-empty product to a device check.
+void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
   if (p.k > 0) {
-    // Blocks write C while others still read A and B: no in-place products.
-    if (c == a || c == b) invalid("C must not overlap A or B (write the product to another buffer)");
     devices.add(a, "A");
     devices.add(b, "B");
   }
@@ -195,6 +203,7 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
                  void* c, const Scaling& scaling, CUstream stream) {
   check_product(p, elem_size);
   if (p.m == 0 || p.n == 0) return;
+  check_operands(p, a, b, c, nullptr);
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   const int device = devices.device(stream);
@@ -216,9 +225,9 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   check_argmax(p, ldargmax);
   if (p.m == 0 || p.n == 0) return;
   check_non_null(argmax, "argmax");
+  check_operands(p, a, b, c, argmax);
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
-  if (argmax == c || argmax == a || argmax == b) invalid("argmax must not overlap A, B or C");
   devices.add(argmax, "argmax");
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
@@ -329,13 +338,11 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   check_batch("stride_c", strides.c, e.c, batch, elem_size, true);
   if (with_argmax) check_batch("stride_argmax", strides.argmax, argmax_extent, batch, sizeof(std::int32_t), true);
   if (p.m == 0 || p.n == 0 || batch == 0) return;
-  DeviceCheck devices;
   if (with_argmax) check_non_null(argmax, "argmax");
+  check_operands(p, a, b, c, with_argmax ? argmax : nullptr);
+  DeviceCheck devices;
   add_operands(devices, p, a, b, c);
-  if (with_argmax) {
-    if (argmax == c || argmax == a || argmax == b) invalid("argmax must not overlap A, B or C");
-    devices.add(argmax, "argmax");
-  }
+  if (with_argmax) devices.add(argmax, "argmax");
   const int device = devices.device(stream);
   const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
