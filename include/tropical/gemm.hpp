@@ -43,7 +43,13 @@
 ///   or offset that overflows 64 bits, null or host pointer, pointers on
 ///   different devices, stream of another device), CompileError, CudaError,
 ///   or Unavailable (no driver or no GPU). Nothing is queued when it throws.
-/// - A semiring x type x op missing from the catalog does not compile.
+/// - A semiring x type x op missing from the catalog does not compile. Every
+///   semiring has gemm, gemm_argmax, gemm_batched and gemm_batched_argmax
+///   (AndOr over std::uint8_t only; its argmax is the first k with a(i, k) and
+///   b(k, j) both true; MaxMin/MinMax's is the first k attaining the
+///   bottleneck). Backward passes exist for float and double of MaxPlus,
+///   MinPlus and MaxMul only: MaxMin/MinMax's product selects an operand (no
+///   derivative to route) and AndOr's are booleans.
 namespace tropical {
 
 /// True if the generated catalog has a kernel for semiring S, element T, op O.
