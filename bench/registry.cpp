@@ -155,7 +155,7 @@ BENCHMARK(BM_warm_first_use_from_disk)->Arg(0)->Arg(static_cast<int>(catalog::Ke
 void disk_read_and_verify(benchmark::State& state, jit::ImageParts parts) {
   jit::Registry fill(catalog::kKernels, bench_cache());
   fill.image(kKernel, 90);
-  jit::DiskCache disk(bench_cache());
+  jit::LocalStore disk(bench_cache());
   const jit::CacheKey key = fill.cache_key(kKernel, 90);
   std::size_t bytes = 0;
   for (auto _ : state) {
