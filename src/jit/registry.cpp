@@ -116,8 +116,8 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
       slot.error = std::current_exception();
     }
   });
-  if (!ran && tiers_->log() == LogLevel::kDebug && slot.image) {
-    log_line(LogLevel::kDebug, std::string(catalog_[id].name) + " sm_" + std::to_string(arch) + ": memory hit");
+  if (!ran && slot.image) {
+    log_line(tiers_->log(), LogLevel::kDebug, std::string(catalog_[id].name) + " sm_" + std::to_string(arch) + ": memory hit");
   }
   if (slot.error) std::rethrow_exception(slot.error);
   return *slot.image;

@@ -17,8 +17,9 @@ bool is_temp_name(std::string_view name) noexcept {
   int fields = 0;
   for (;;) {
     const std::size_t end = std::min(name.find('.'), name.size());
-    if (end == 0 || end > 20 || !std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(end),
-                                             [](char c) { return c >= '0' && c <= '9'; })) {
+    if (end == 0 || end > 20 ||
+        !std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(end),
+                     [](char c) { return c >= '0' && c <= '9'; })) {
       return false;
     }
     ++fields;
@@ -27,7 +28,8 @@ bool is_temp_name(std::string_view name) noexcept {
   }
 }
 
-AtomicFile::AtomicFile(int dir_fd, std::string final_name) : dir_(dir_fd), final_name_(std::move(final_name)) {}
+AtomicFile::AtomicFile(int dir_fd, std::string final_name)
+    : dir_(dir_fd), final_name_(std::move(final_name)) {}
 
 AtomicFile::~AtomicFile() {
   if (!temp_name_.empty() && !committed_) {
@@ -41,8 +43,9 @@ std::optional<Failure> AtomicFile::create(mode_t mode) {
   // pid + thread + counter is unique among live writers; O_EXCL guards against
   // a leftover of a dead process whose pid was reused.
   for (int attempt = 0; attempt < 64; ++attempt) {
-    std::string name = std::string(kTempPrefix) + std::to_string(::getpid()) + "." + std::to_string(::gettid()) +
-                       "." + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+    std::string name = std::string(kTempPrefix) + std::to_string(::getpid()) + "." +
+                       std::to_string(::gettid()) + "." +
+                       std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
     const int fd = ::openat(dir_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return Failure{"creating a temporary file", errno};

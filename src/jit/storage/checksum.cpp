@@ -11,7 +11,8 @@ namespace {
 
 // Part of the entry format: changing the key or the IV changes every checksum
 // and needs a new kCacheFormatVersion.
-constexpr unsigned char kKey[16] = {'t', 'r', 'o', 'p', 'i', 'c', 'a', 'l', '.', 'e', 'n', 't', 'r', 'y', '.', '3'};
+constexpr unsigned char kKey[16] = {'t', 'r', 'o', 'p', 'i', 'c', 'a', 'l',
+                                    '.', 'e', 'n', 't', 'r', 'y', '.', '3'};
 constexpr unsigned char kIv[12] = {'c', 'h', 'e', 'c', 'k', 's', 'u', 'm', '.', 'i', 'v', '3'};
 
 // The keyed state is made once (AES key schedule, GHASH tables) and copied

@@ -113,7 +113,8 @@ CacheConfig CacheConfig::from_env() {
       config.max_bytes = *bytes;
     } else {
       warn_bad_setting("TROPICAL_CACHE_MAX_SIZE", size,
-                       "a size (bytes, or with K/M/G/T, KB/MB/GB/TB, KiB/MiB/GiB/TiB, all powers of 1024)", "1G");
+                       "a size (bytes, or with K/M/G/T, KB/MB/GB/TB, KiB/MiB/GiB/TiB, all powers of 1024)",
+                       "1G");
     }
   }
   if (const auto timeout = env("TROPICAL_LOCK_TIMEOUT"); !timeout.empty()) {
@@ -121,8 +122,8 @@ CacheConfig CacheConfig::from_env() {
     if (const auto duration = parse_duration(timeout)) {
       config.lock_timeout = *duration;
     } else {
-      warn_bad_setting("TROPICAL_LOCK_TIMEOUT", timeout, "a duration (seconds, or with s or ms, at most a day)",
-                       "30s");
+      warn_bad_setting("TROPICAL_LOCK_TIMEOUT", timeout,
+                       "a duration (seconds, or with s or ms, at most a day)", "30s");
     }
   }
   config.enabled = is_false_word(env("TROPICAL_CACHE_DISABLE"));

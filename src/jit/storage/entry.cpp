@@ -40,8 +40,8 @@ std::span<const std::byte> bytes_of(const void* p, std::size_t n) {
   return {static_cast<const std::byte*>(p), n};
 }
 
-Checksum::Value main_checksum(const std::uint8_t* header, const void* key, std::size_t key_size, const void* cubin,
-                              std::size_t cubin_size) {
+Checksum::Value main_checksum(const std::uint8_t* header, const void* key, std::size_t key_size,
+                              const void* cubin, std::size_t cubin_size) {
   Checksum sum;
   sum.update(bytes_of(header, kEntryChecksumOffset));
   sum.update(bytes_of(key, key_size));
@@ -52,8 +52,8 @@ Checksum::Value main_checksum(const std::uint8_t* header, const void* key, std::
 }  // namespace
 
 std::vector<std::uint8_t> encode_entry(std::string_view serialized_key, const CompiledImage& image) {
-  const std::uint64_t size = kEntryHeaderSize + std::uint64_t{serialized_key.size()} + image.cubin.size() +
-                             image.ptx.size();
+  const std::uint64_t size =
+      kEntryHeaderSize + std::uint64_t{serialized_key.size()} + image.cubin.size() + image.ptx.size();
   if (size > kMaxEntryBytes) throw std::length_error("cache entry larger than kMaxEntryBytes");
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
   std::uint8_t* p = bytes.data();
@@ -107,7 +107,8 @@ EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialize
   }
   const std::uint64_t payload = file_size - head_size;
   // Each size is checked against the file size first, so the sum cannot overflow.
-  if (get_u32(p + 12) != 0 || cubin_size > payload || ptx_size > payload || cubin_size + ptx_size != payload) {
+  if (get_u32(p + 12) != 0 || cubin_size > payload || ptx_size > payload ||
+      cubin_size + ptx_size != payload) {
     return out;
   }
   CompiledImage& image = out.image;
@@ -143,7 +144,8 @@ std::optional<std::string> read_entry_key(int fd, std::uint64_t file_size, std::
   // Version 2 had two 32-byte SHA-256 checksums; versions 1 and 3 end their header at 72 bytes.
   const std::uint64_t key_at = written == 2 ? 104 : kEntryHeaderSize;
   const std::uint64_t key_size = get_u64(header.data() + 16);
-  if (file_size < key_at || key_size > kMaxExplainedKeyBytes || key_size > file_size - key_at) return std::nullopt;
+  if (file_size < key_at || key_size > kMaxExplainedKeyBytes || key_size > file_size - key_at)
+    return std::nullopt;
   std::string key(static_cast<std::size_t>(key_size), '\0');
   if (read_at(fd, key.data(), key.size(), key_at) != 0) return std::nullopt;
   if (version != nullptr) *version = written;

@@ -45,7 +45,8 @@ void for_each_own_file(int dir_fd, Visit visit) {
   const uid_t me = ::geteuid();
   while (const dirent* item = ::readdir(listing)) {
     struct stat st {};
-    if (::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == me) {
+    if (::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == me) {
       visit(std::string_view(item->d_name), st);
     }
   }
@@ -83,8 +84,9 @@ Directory open_directory(const std::filesystem::path& dir) {
   } else if ((st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && (st.st_mode & S_ISGID) == 0)) {
     // Anyone who can write the directory can plant or replace entries and lock
     // files; a team directory is the setgid group one its owner set up on purpose.
-    out.refused = "the directory is writable by " + std::string((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") +
-                  " (mode " + mode_text(st.st_mode) + ") and is not a setgid team directory";
+    out.refused = "the directory is writable by " +
+                  std::string((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
+                  mode_text(st.st_mode) + ") and is not a setgid team directory";
   }
   if (out.unusable) out.fd.reset();
   return out;
@@ -93,7 +95,8 @@ Directory open_directory(const std::filesystem::path& dir) {
 std::vector<EntryFile> list_entries(int dir_fd) {
   std::vector<EntryFile> entries;
   for_each_own_file(dir_fd, [&](std::string_view name, const struct stat& st) {
-    if (is_entry_name(name)) entries.push_back({std::string(name), static_cast<std::uint64_t>(st.st_size), st.st_mtim});
+    if (is_entry_name(name))
+      entries.push_back({std::string(name), static_cast<std::uint64_t>(st.st_size), st.st_mtim});
   });
   return entries;
 }

@@ -24,9 +24,9 @@ bool is_entry_name(std::string_view name) noexcept;
 
 /// An open cache directory and whether it may be written.
 struct Directory {
-  Fd fd;                                ///< the directory; invalid if unusable
-  std::optional<Failure> unusable;      ///< why it cannot be used at all
-  std::optional<std::string> refused;   ///< why it must not be written (group/other-writable), or none
+  Fd fd;                               ///< the directory; invalid if unusable
+  std::optional<Failure> unusable;     ///< why it cannot be used at all
+  std::optional<std::string> refused;  ///< why it must not be written (group/other-writable), or none
 };
 
 /// Creates dir (and missing parents, 0700 whatever the umask) if needed, opens it and applies the policy:

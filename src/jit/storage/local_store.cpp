@@ -148,7 +148,8 @@ struct LocalStore::Impl {
     }
     if (!any || stats.add(deltas)) return;
     if (stats.valid()) {
-      for (std::size_t c = 0; c < kCounterCount; ++c) pending[c].fetch_add(deltas[c], std::memory_order_relaxed);
+      for (std::size_t c = 0; c < kCounterCount; ++c)
+        pending[c].fetch_add(deltas[c], std::memory_order_relaxed);
       return;
     }
     has_stats = false;
@@ -198,7 +199,8 @@ struct LocalStore::Impl {
         std::string why = local::explain_absence(dir.get(), key.key);
         return Lookup{std::nullopt, why.empty() ? Miss::kNoEntry : Miss::kOtherIdentity, std::move(why)};
       }
-      return refused(errno == ELOOP ? "a symbolic link under the entry's name" : "opening the entry: " + error_text(errno));
+      return refused(errno == ELOOP ? "a symbolic link under the entry's name"
+                                    : "opening the entry: " + error_text(errno));
     }
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return refused("checking the entry: " + error_text(errno));
@@ -215,7 +217,8 @@ struct LocalStore::Impl {
                       "entry of " + std::to_string(size) + " bytes, over the bound of " +
                           std::to_string(kMaxEntryBytes)};
       case EntryStatus::kCorrupt:
-        return Lookup{std::nullopt, Miss::kCorrupt, "corrupt entry (truncated, extended or a checksum mismatch)"};
+        return Lookup{std::nullopt, Miss::kCorrupt,
+                      "corrupt entry (truncated, extended or a checksum mismatch)"};
       case EntryStatus::kOtherFormat:
         return Lookup{std::nullopt, Miss::kOtherFormat, "entry of another format version"};
       case EntryStatus::kOtherKey:
@@ -293,9 +296,9 @@ struct LocalStore::Impl {
     }
     publish();
     if (evicted != 0) {
-      log_line(config.log, name + ": evicted " + std::to_string(evicted) + " entries (" +
-                               std::to_string(evicted_bytes) + " bytes) to stay under " +
-                               std::to_string(config.max_bytes) + " bytes");
+      log_line(config.log, LogLevel::kInfo,
+               name + ": evicted " + std::to_string(evicted) + " entries (" + std::to_string(evicted_bytes) +
+                   " bytes) to stay under " + std::to_string(config.max_bytes) + " bytes");
     }
   }
 
@@ -313,7 +316,7 @@ struct LocalStore::Impl {
         return {FlightResult::State::kLeader, std::move(held), {}};
       case LockResult::kTimedOut: {
         const pid_t holder = held->lock.holder();
-        std::string who = holder == 0          ? "another process"
+        std::string who = holder == 0            ? "another process"
                           : holder == ::getpid() ? "another thread of this process"
                                                  : "process " + std::to_string(holder);
         stuck[index] = holder != 0 ? holder : -1;

@@ -37,7 +37,8 @@ pid_t lock_holder(int fd) {
 std::timed_mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index) {
   static std::mutex table_mutex;
   // Never destroyed: a thread may still be resolving a kernel while the process exits.
-  static auto& table = *new std::map<std::tuple<dev_t, ino_t, std::size_t>, std::unique_ptr<std::timed_mutex>>;
+  static auto& table =
+      *new std::map<std::tuple<dev_t, ino_t, std::size_t>, std::unique_ptr<std::timed_mutex>>;
   std::lock_guard lock(table_mutex);
   auto& mutex = table[{dev, ino, index}];
   if (!mutex) mutex = std::make_unique<std::timed_mutex>();
@@ -75,7 +76,8 @@ Fd open_lock_file(int dir_fd, const std::string& name, Failure* failure, bool* b
   }
   char magic[kLockFileMagic.size()];
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_size != static_cast<off_t>(sizeof magic) ||
-      read_at(fd.get(), magic, sizeof magic, 0) != 0 || std::string_view(magic, sizeof magic) != kLockFileMagic) {
+      read_at(fd.get(), magic, sizeof magic, 0) != 0 ||
+      std::string_view(magic, sizeof magic) != kLockFileMagic) {
     *failure = Failure{"lock file " + name + " is not a lock file of this user", EPERM};
     return Fd();
   }
@@ -93,7 +95,8 @@ Fd open_lock_file(int dir_fd, const std::string& name, Failure* failure, bool* b
 // opened and checked here, and locked with the non-blocking call file_lock's
 // try_lock() makes, polled with a bounded backoff: no F_SETLKW, so neither
 // EINTR nor EDEADLK, and every wait ends by its deadline.
-LockResult FileLock::lock(std::timed_mutex& mutex, int dir_fd, const std::string& name, Clock::time_point deadline) {
+LockResult FileLock::lock(std::timed_mutex& mutex, int dir_fd, const std::string& name,
+                          Clock::time_point deadline) {
   unlock();
   holder_ = 0;
   bad_file_ = false;
@@ -126,8 +129,9 @@ LockResult FileLock::lock(std::timed_mutex& mutex, int dir_fd, const std::string
     }
     struct stat locked {};
     struct stat named {};
-    if (::fstat(fd.get(), &locked) == 0 && ::fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-        named.st_dev == locked.st_dev && named.st_ino == locked.st_ino) {
+    if (::fstat(fd.get(), &locked) == 0 &&
+        ::fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == locked.st_dev &&
+        named.st_ino == locked.st_ino) {
       fd_ = std::move(fd);
       mutex_lock_ = std::move(mutex_lock);
       return LockResult::kLocked;

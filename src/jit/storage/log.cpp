@@ -19,8 +19,8 @@ LogLevel log_level_from_env() noexcept {
   return LogLevel::kOff;
 }
 
-void log_line(LogLevel level, std::string_view text) {
-  if (level == LogLevel::kOff) return;
+void log_line(LogLevel configured, LogLevel level, std::string_view text) {
+  if (level == LogLevel::kOff || static_cast<int>(configured) < static_cast<int>(level)) return;
   std::string line = level == LogLevel::kDebug ? "tropical: debug: " : "tropical: info: ";
   line += text;
   line += '\n';

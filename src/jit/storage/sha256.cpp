@@ -43,7 +43,8 @@ Sha256::Digest Sha256::digest() {
 Sha256::Digest Sha256::of(std::string_view data) {
   Digest out{};
   unsigned int size = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &size, sha256_md(), nullptr) != 1 || size != out.size()) {
+  if (EVP_Digest(data.data(), data.size(), out.data(), &size, sha256_md(), nullptr) != 1 ||
+      size != out.size()) {
     throw std::bad_alloc();
   }
   return out;

@@ -85,7 +85,8 @@ std::optional<Failure> StatsFile::open_existing() {
   Record record{};
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_size != static_cast<off_t>(kRecordSize) ||
       read_at(fd.get(), record.data(), record.size(), 0) != 0 || !decode(record)) {
-    return Failure{std::string("the statistics file ") + kName + " is not one of this user and layout", EPROTO};
+    return Failure{std::string("the statistics file ") + kName + " is not one of this user and layout",
+                   EPROTO};
   }
   fd_ = std::move(fd);
   dev_ = st.st_dev;
@@ -117,7 +118,8 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
   // Replaced by someone: count into the file that has the name now, if it is
   // one of ours. Removed (the whole directory, say): keep the file we have open.
   struct stat named {};
-  if (::fstatat(dir_, kName, &named, AT_SYMLINK_NOFOLLOW) == 0 && (named.st_dev != dev_ || named.st_ino != ino_)) {
+  if (::fstatat(dir_, kName, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (named.st_dev != dev_ || named.st_ino != ino_)) {
     close_file();
     if (auto failure = open_existing()) {
       failure_ = failure;

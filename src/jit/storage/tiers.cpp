@@ -41,15 +41,18 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
       Lookup found = tiers[i]->lookup(k, ask);
       if (!found.image) {
         bad[i] = bad[i] || found.bad();
-        if (log_misses) log_line(log, kernel + ": miss in " + tiers[i]->name() + ": " + why_missing(found));
+        if (log_misses)
+          log_line(log, LogLevel::kInfo,
+                   kernel + ": miss in " + tiers[i]->name() + ": " + why_missing(found));
         continue;
       }
-      log_line(log, kernel + ": hit in " + tiers[i]->name() + " (" +
-                        std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
+      log_line(log, LogLevel::kInfo,
+               kernel + ": hit in " + tiers[i]->name() + " (" +
+                   std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
       for (std::size_t j = 0; j < i; ++j) {
         tiers[j]->count_miss(bad[j]);
         if (tiers[j]->can_store() && tiers[j]->store(k, *found.image, StoreReason::kPromoted)) {
-          log_line(log, kernel + ": copied into " + tiers[j]->name());
+          log_line(log, LogLevel::kInfo, kernel + ": copied into " + tiers[j]->name());
           tiers[j]->after_store(k);
         }
       }
@@ -62,7 +65,11 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   if (auto hit = look(true)) return std::move(*hit);
   FlightResult flight;
   if (writable < n) {
+    const auto asked = std::chrono::steady_clock::now();
     flight = tiers[writable]->single_flight(k);
+    log_line(log, LogLevel::kDebug,
+             kernel + ": single flight in " + tiers[writable]->name() + " after " +
+                 milliseconds(nanoseconds_since(asked)));
   } else {
     flight.why = "no tier can store";
   }
@@ -77,18 +84,19 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   const std::uint64_t compile_ns = nanoseconds_since(start);
   if (n != 0) tiers[writable < n ? writable : 0]->count_compile(compile_ns);
   if (compiled != nullptr) *compiled = true;
-  log_line(log, kernel + ": compiled in " + milliseconds(compile_ns));
+  log_line(log, LogLevel::kInfo, kernel + ": compiled in " + milliseconds(compile_ns));
 
   if (flight.state != FlightResult::State::kLeader) {
-    log_line(log, kernel + ": not stored (" + flight.why + "); kept in memory");
+    log_line(log, LogLevel::kInfo, kernel + ": not stored (" + flight.why + "); kept in memory");
     return image;
   }
   std::vector<Store*> stored;
   for (Store* tier : tiers) {
     if (tier->can_store() && tier->store(k, image, StoreReason::kCompiled)) {
       stored.push_back(tier);
-      log_line(log, kernel + ": stored in " + tier->name() + " (" +
-                        std::to_string(image.cubin.size() + image.ptx.size()) + " bytes of image)");
+      log_line(log, LogLevel::kInfo,
+               kernel + ": stored in " + tier->name() + " (" +
+                   std::to_string(image.cubin.size() + image.ptx.size()) + " bytes of image)");
     }
   }
   // Waiters may read the entry as soon as the flight ends; eviction needs no lock.

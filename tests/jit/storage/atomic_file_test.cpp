@@ -29,9 +29,10 @@ class AtomicFileTest : public LocalStoreTest {
 
 TEST(TempName, only_our_own_pattern_is_a_temporary_name) {
   EXPECT_TRUE(is_temp_name(".tropical-tmp.12.34.5"));
-  for (const char* other : {"tmp.1.1.1", "tmp.XXXXXX", ".tropical-tmp.1.1", ".tropical-tmp.1.2.3.4",
-                            ".tropical-tmp.a.b.c", ".tropical-tmp..1.2", ".tropical-tmp.1.2.", "x.tropical-tmp.1.2.3",
-                            ".tropical-tmp.1.2.3 ", ".tropical-tmp.123456789012345678901.1.1"}) {
+  for (const char* other :
+       {"tmp.1.1.1", "tmp.XXXXXX", ".tropical-tmp.1.1", ".tropical-tmp.1.2.3.4", ".tropical-tmp.a.b.c",
+        ".tropical-tmp..1.2", ".tropical-tmp.1.2.", "x.tropical-tmp.1.2.3", ".tropical-tmp.1.2.3 ",
+        ".tropical-tmp.123456789012345678901.1.1"}) {
     EXPECT_FALSE(is_temp_name(other)) << other;
   }
 }

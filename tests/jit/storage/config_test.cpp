@@ -15,9 +15,9 @@ namespace fs = std::filesystem;
 
 class CacheConfigFromEnv : public ::testing::Test {
  protected:
-  static constexpr const char* kVariables[] = {"TROPICAL_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                               "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_CACHE_DISABLE",
-                                               "TROPICAL_LOCK_TIMEOUT", "TROPICAL_LOG"};
+  static constexpr const char* kVariables[] = {
+      "TROPICAL_CACHE_DIR",     "XDG_CACHE_HOME",        "HOME",        "TROPICAL_CACHE_MAX_SIZE",
+      "TROPICAL_CACHE_DISABLE", "TROPICAL_LOCK_TIMEOUT", "TROPICAL_LOG"};
   void SetUp() override {
     for (const char* name : kVariables) {
       const char* value = std::getenv(name);

@@ -48,7 +48,8 @@ TEST_F(EntryTest, another_key_is_told_apart_from_damage) {
   const Fd fd = put(bytes, &size);
   CacheKey same_length = make_key(1);
   same_length.compiler.back() = same_length.compiler.back() == 'x' ? 'y' : 'x';
-  EXPECT_EQ(read_entry(fd.get(), size, same_length.serialize(), ImageParts::kCubin).status, EntryStatus::kOtherKey);
+  EXPECT_EQ(read_entry(fd.get(), size, same_length.serialize(), ImageParts::kCubin).status,
+            EntryStatus::kOtherKey);
   EXPECT_EQ(read_entry(fd.get(), size, make_key(2).serialize() + "longer", ImageParts::kCubin).status,
             EntryStatus::kOtherKey);
   EXPECT_EQ(read_entry(fd.get(), size - 1, make_key(1).serialize(), ImageParts::kCubin).status,

@@ -44,7 +44,9 @@ TEST(CacheKey, field_boundaries_are_unambiguous) {
   EXPECT_NE(a.serialize(), b.serialize());
 }
 
-TEST(CacheKey, serialization_is_deterministic) { EXPECT_EQ(make_key(3).serialize(), make_key(3).serialize()); }
+TEST(CacheKey, serialization_is_deterministic) {
+  EXPECT_EQ(make_key(3).serialize(), make_key(3).serialize());
+}
 
 TEST(CacheKey, parse_gives_back_every_field_and_the_version) {
   CacheKey key = make_key(4);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <latch>
 #include <optional>
@@ -102,7 +103,8 @@ TEST_F(LocalStoreTest, hit_without_ptx_returns_the_cubin_and_reads_no_ptx) {
   EXPECT_EQ(cache.process_stats().bytes_read, size - image.ptx.size());
 
   bool compiled = true;
-  const CompiledImage hit = cache.get_or_compile(make_key(1), [&] { return image; }, &compiled);
+  const CompiledImage hit = cache.get_or_compile(
+      make_key(1), [&] { return image; }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(hit.cubin, image.cubin);
   EXPECT_TRUE(hit.ptx.empty());
@@ -122,8 +124,9 @@ TEST_F(LocalStoreTest, hit_with_ptx_returns_cubin_and_ptx) {
   EXPECT_EQ(cache.process_stats().bytes_read, fs::file_size(cache.entry_path(make_key(1))));
 
   bool compiled = true;
-  EXPECT_TRUE(
-      same(cache.get_or_compile(make_key(1), [&] { return image; }, &compiled, ImageParts::kCubinAndPtx), image));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [&] { return image; }, &compiled, ImageParts::kCubinAndPtx),
+                   image));
   EXPECT_FALSE(compiled);
   EXPECT_EQ(cache.process_stats().errors, 0u);
 }
@@ -131,10 +134,13 @@ TEST_F(LocalStoreTest, hit_with_ptx_returns_cubin_and_ptx) {
 TEST_F(LocalStoreTest, fresh_compile_returns_the_whole_image_whatever_the_parts_asked) {
   LocalStore cache(config());
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   make_image(1)));
   EXPECT_TRUE(compiled);
   compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled, ImageParts::kCubin),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(2), [] { return make_image(2); }, &compiled, ImageParts::kCubin),
                    make_image(2)));
   EXPECT_TRUE(compiled);
 }
@@ -145,8 +151,9 @@ TEST_F(LocalStoreTest, write_stages_are_reported_in_order) {
   c.test_hook = [&](WriteStage stage) { stages.push_back(stage); };
   LocalStore cache(c);
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
-  EXPECT_EQ(stages, (std::vector<WriteStage>{WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
-                                             WriteStage::kSynced, WriteStage::kRenamed}));
+  EXPECT_EQ(stages,
+            (std::vector<WriteStage>{WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
+                                     WriteStage::kSynced, WriteStage::kRenamed}));
   stages.clear();
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   EXPECT_TRUE(stages.empty()) << "a hit takes no lock and writes nothing";
@@ -154,8 +161,9 @@ TEST_F(LocalStoreTest, write_stages_are_reported_in_order) {
 
 TEST_F(LocalStoreTest, compile_exception_propagates_stores_nothing_and_releases_the_lock) {
   LocalStore cache(config());
-  EXPECT_THROW(cache.get_or_compile(make_key(1), []() -> CompiledImage { throw std::runtime_error("nvrtc"); }),
-               std::runtime_error);
+  EXPECT_THROW(
+      cache.get_or_compile(make_key(1), []() -> CompiledImage { throw std::runtime_error("nvrtc"); }),
+      std::runtime_error);
   EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
   EXPECT_EQ(cache.process_stats().compiles, 0u);
 
@@ -163,7 +171,8 @@ TEST_F(LocalStoreTest, compile_exception_propagates_stores_nothing_and_releases_
   Child child([&] {
     LocalStore cache_in_child(config());
     bool compiled = false;
-    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache_in_child.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   const Outcome outcome = child.wait(20s);
@@ -172,8 +181,9 @@ TEST_F(LocalStoreTest, compile_exception_propagates_stores_nothing_and_releases_
 
   // And so can this one.
   bool compiled = true;
-  EXPECT_TRUE(
-      same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), cubin_only(make_image(1))));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   cubin_only(make_image(1))));
   EXPECT_FALSE(compiled);
 }
 
@@ -203,7 +213,8 @@ TEST_F(LocalStoreTest, second_process_reads_entry_without_compiling) {
   Child writer([&] {
     LocalStore cache(config());
     bool compiled = false;
-    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   ASSERT_EQ(writer.wait().exit_code, 0);
@@ -360,7 +371,8 @@ TEST_F(LocalStoreTest, waiter_takes_over_when_the_lock_holder_is_killed) {
   Child waiter([&] {
     LocalStore cache(config());
     bool compiled = false;
-    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   EXPECT_EQ(holder.wait().signal, SIGKILL);
@@ -400,7 +412,8 @@ TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
   Child next([&] {
     LocalStore cache_in_child(config());
     bool compiled = false;
-    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache_in_child.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     if (compiled == renamed) return 2;
     return same(image, expected(1, compiled)) ? 0 : 3;
   });
@@ -418,8 +431,9 @@ std::string stage_name(const ::testing::TestParamInfo<WriteStage>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AtEveryStage, KilledWriter,
-                         ::testing::Values(WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
-                                           WriteStage::kSynced, WriteStage::kRenamed),
+                         ::testing::Values(WriteStage::kLocked, WriteStage::kCompiled,
+                                           WriteStage::kTempWritten, WriteStage::kSynced,
+                                           WriteStage::kRenamed),
                          stage_name);
 
 // ---------------------------------------------------------------------------
@@ -502,7 +516,8 @@ void damage(const fs::path& path, Damage kind) {
       bytes[8] = static_cast<char>(kCacheFormatVersion + 1);
       Checksum sum;
       sum.update(std::as_bytes(std::span(std::string_view(bytes).substr(0, kChecksumAt))));
-      sum.update(std::as_bytes(std::span(std::string_view(bytes).substr(kKeyAt, u64_at(bytes, 16) + u64_at(bytes, 24)))));
+      sum.update(std::as_bytes(
+          std::span(std::string_view(bytes).substr(kKeyAt, u64_at(bytes, 16) + u64_at(bytes, 24)))));
       const auto checksum = sum.value();
       std::memcpy(bytes.data() + kChecksumAt, checksum.data(), checksum.size());
       break;
@@ -536,7 +551,8 @@ TEST_P(DamagedEntry, is_detected_recompiled_and_replaced) {
   EXPECT_EQ(cache.process_stats().errors, 1u);
 
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
                    make_image(1)));
   EXPECT_TRUE(compiled);
   EXPECT_EQ(cache.process_stats().errors, 2u) << "one per lookup that met the bad entry";
@@ -569,17 +585,18 @@ TEST_P(DamagedEntry, is_a_miss_for_a_cubin_only_load_unless_only_ptx_bytes_chang
   EXPECT_EQ(cache.process_stats().errors, unseen ? 0u : 1u);
 
   bool compiled = unseen;
-  const CompiledImage image = cache.get_or_compile(key, [] { return make_image(1); }, &compiled);
+  const CompiledImage image = cache.get_or_compile(
+      key, [] { return make_image(1); }, &compiled);
   EXPECT_EQ(compiled, !unseen);
   EXPECT_TRUE(same(image, expected(1, compiled)));
 }
 
 std::string damage_name(const ::testing::TestParamInfo<Damage>& info) {
-  constexpr const char* kNames[] = {"truncated_by_one_byte", "truncated_in_ptx",       "truncated_to_header",
-                                    "flipped_cubin_byte",    "flipped_ptx_byte",       "flipped_key_byte",
-                                    "flipped_checksum_byte", "flipped_ptx_checksum_byte", "flipped_size_field",
-                                    "other_format_version",  "zero_length",            "foreign_file",
-                                    "appended_byte"};
+  constexpr const char* kNames[] = {
+      "truncated_by_one_byte", "truncated_in_ptx",     "truncated_to_header",   "flipped_cubin_byte",
+      "flipped_ptx_byte",      "flipped_key_byte",     "flipped_checksum_byte", "flipped_ptx_checksum_byte",
+      "flipped_size_field",    "other_format_version", "zero_length",           "foreign_file",
+      "appended_byte"};
   return kNames[static_cast<int>(info.param)];
 }
 
@@ -612,7 +629,8 @@ TEST_F(LocalStoreTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_lo
 
   // Asking for the PTX through get_or_compile replaces the entry.
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
                    make_image(1)));
   EXPECT_TRUE(compiled);
   const auto repaired = cache.load(key, ImageParts::kCubinAndPtx);
@@ -665,7 +683,9 @@ TEST_F(LocalStoreTest, entries_of_format_version_1_are_misses) {
   EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
   EXPECT_EQ(cache.process_stats().errors, 2u);
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [&] { return image; }, &compiled), image));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [&] { return image; }, &compiled),
+                   image));
   EXPECT_TRUE(compiled);
   const auto loaded = cache.load(key, ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value());
@@ -782,7 +802,8 @@ TEST_F(LocalStoreTest, readers_racing_with_eviction_never_see_errors_or_wrong_im
         if (key < 0) continue;
         if (const auto image = reader.load(make_key(key), parts)) {
           ++hits;
-          if (!same(*image, parts == ImageParts::kCubin ? cubin_only(make_image(key)) : make_image(key))) ++wrong;
+          if (!same(*image, parts == ImageParts::kCubin ? cubin_only(make_image(key)) : make_image(key)))
+            ++wrong;
         }
       }
       if (reader.process_stats().errors != 0) ++wrong;
@@ -841,7 +862,9 @@ TEST_F(LocalStoreTest, symlinked_entry_is_refused_and_replaced) {
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   make_image(1)));
   EXPECT_TRUE(compiled);
   EXPECT_FALSE(fs::is_symlink(cache.entry_path(make_key(1))));
   EXPECT_TRUE(fs::is_regular_file(other.entry_path(make_key(1))));
@@ -855,7 +878,8 @@ TEST_F(LocalStoreTest, entry_owned_by_another_user_is_refused) {
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
   bool compiled = false;
-  cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  cache.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(cache.load(make_key(1)).has_value());
 }
@@ -931,7 +955,8 @@ TEST_F(LocalStoreTest, file_size_limit_degrades_with_one_warning) {
         if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
         for (int i = 0; i < 3; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i, 8192); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i, 8192); }, &compiled);
           if (!compiled || !same(image, make_image(i, 8192))) return 20 + i;
         }
         if (cache.process_stats().errors != 3) return 30;
@@ -972,9 +997,11 @@ TEST_F(LocalStoreTest, cache_that_cannot_store_still_serves_existing_entries_wit
   ::testing::internal::CaptureStderr();
   LocalStore cache(config());
   bool compiled = true;
-  const auto old_image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  const auto old_image = cache.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
   const bool old_compiled = compiled;
-  const auto new_image = cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
+  const auto new_image = cache.get_or_compile(
+      make_key(2), [] { return make_image(2); }, &compiled);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(old_compiled);
   EXPECT_TRUE(same(old_image, cubin_only(make_image(1))));
@@ -1015,7 +1042,8 @@ TEST_F(LocalStoreTest, full_disk_degrades_without_a_signal_and_still_compiles) {
         LocalStore cache(config());
         for (int i = 0; i < 3; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i); }, &compiled);
           if (!compiled || !same(image, make_image(i))) return 20 + i;
         }
         if (cache.process_stats().compiles != 3 || cache.machine_stats().compiles != 0) return 30;
@@ -1046,7 +1074,8 @@ TEST_F(LocalStoreTest, failed_directory_sync_after_the_rename_still_stores_and_e
         if (::fsync(dir_fd) == 0 || errno != EIO) return 11;
         for (int i = 0; i < 5; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i); }, &compiled);
           if (!compiled || !same(image, make_image(i))) return 20 + i;
         }
         const CacheStats stats = cache.process_stats();
@@ -1186,7 +1215,8 @@ TEST_F(LocalStoreTest, clear_removes_entries_and_stale_temporaries_but_not_locks
   EXPECT_EQ(cache.machine_stats().compiles, 3u);
   EXPECT_FALSE(cache.load(make_key(0)).has_value());
   bool compiled = false;
-  cache.get_or_compile(make_key(0), [] { return make_image(0); }, &compiled);
+  cache.get_or_compile(
+      make_key(0), [] { return make_image(0); }, &compiled);
   EXPECT_TRUE(compiled);
 }
 
@@ -1197,8 +1227,300 @@ TEST_F(LocalStoreTest, info_reports_directory_entries_bytes_and_limit) {
   EXPECT_EQ(info.dir, dir_);
   EXPECT_TRUE(info.enabled);
   EXPECT_EQ(info.entries, 2u);
-  EXPECT_EQ(info.bytes, fs::file_size(cache.entry_path(make_key(0))) + fs::file_size(cache.entry_path(make_key(1))));
+  EXPECT_EQ(info.bytes,
+            fs::file_size(cache.entry_path(make_key(0))) + fs::file_size(cache.entry_path(make_key(1))));
   EXPECT_EQ(info.max_bytes, 12345678u);
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10's red-team families: nothing in the cache directory can kill,
+// freeze or rob the caller. No signal is masked or ignored by these tests.
+
+// The lock stripe of key: the first byte of its digest.
+std::string stripe_of(const CacheKey& key) { return key.digest().substr(0, 2); }
+
+// A key (by make_key's index) in the given stripe, or in another one.
+int key_in_stripe(const std::string& stripe, bool same_stripe, int after) {
+  for (int i = after + 1;; ++i) {
+    if ((stripe_of(make_key(i)) == stripe) == same_stripe) return i;
+  }
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& item : fs::directory_iterator(dir)) out.push_back(item.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(LocalStoreTest, world_writable_directory_is_read_but_never_written_with_one_warning) {
+  {
+    LocalStore writer(config());
+    writer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  const auto before = names_in(dir_);
+  ::testing::internal::CaptureStderr();
+  LocalStore cache(config());
+  const auto hit = cache.load(make_key(1));
+  bool compiled = false;
+  const auto image = cache.get_or_compile(
+      make_key(2), [] { return make_image(2); }, &compiled);
+  cache.get_or_compile(make_key(3), [] { return make_image(3); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(hit.has_value()) << "entries there are still read (and verified)";
+  EXPECT_TRUE(same(*hit, cubin_only(make_image(1))));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(image, make_image(2)));
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(names_in(dir_), before) << "nothing stored, created or removed there";
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find("writable by others (mode 0777)"), std::string::npos) << err;
+}
+
+TEST_F(LocalStoreTest, group_writable_directory_is_refused_unless_it_is_a_setgid_team_directory) {
+  fs::create_directories(dir_);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0770), 0);
+  {
+    ::testing::internal::CaptureStderr();
+    LocalStore cache(config());
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(cache.enabled());
+    EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+    EXPECT_NE(err.find("writable by its group (mode 0770)"), std::string::npos) << err;
+  }
+  ASSERT_EQ(::chmod(dir_.c_str(), 02770), 0);
+  LocalStore team(config());
+  team.get_or_compile(make_key(1), [] { return make_image(1); });
+  EXPECT_TRUE(team.enabled());
+  EXPECT_TRUE(fs::exists(team.entry_path(make_key(1))));
+}
+
+TEST_F(LocalStoreTest, foreign_temporary_statistics_and_lock_files_are_never_touched) {
+  {
+    LocalStore first(config());
+    first.get_or_compile(make_key(0), [] { return make_image(0); });
+  }
+  const std::vector<fs::path> planted = {dir_ / "tmp.1.1.1",
+                                         dir_ / "tmp.AbC123",
+                                         dir_ / "stats",
+                                         dir_ / ".tropical-tmp.someone",
+                                         dir_ / "notes.txt",
+                                         dir_ / "locks" / "00.lock",
+                                         dir_ / "locks" / "tropical-zz.lock"};
+  for (const auto& path : planted) {
+    write_file(path, "someone's data in " + path.filename().string());
+    set_mtime(path, 3h);
+  }
+  std::vector<Untouched> untouched;
+  for (const auto& path : planted) untouched.emplace_back(path);
+  {
+    const std::uint64_t size = entry_size();
+    LocalStore cache(config(2 * size));
+    for (int i = 1; i < 6; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+    EXPECT_GT(cache.process_stats().evictions, 0u);
+    cache.info();
+    EXPECT_GT(cache.clear(), 0u);
+    cache.zero_stats();
+  }
+  for (const auto& file : untouched) EXPECT_TRUE(file.still()) << file.path;
+}
+
+class PlantedLockFile : public LocalStoreTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PlantedLockFile, degrades_only_its_stripe_with_one_warning) {
+  LocalStore cache(config());
+  const int a = 1;
+  const int b = key_in_stripe(stripe_of(make_key(a)), /*same_stripe=*/false, a);
+  const std::string lock_name = "tropical-" + stripe_of(make_key(a)) + ".lock";
+  const fs::path lock = dir_ / "locks" / lock_name;
+  write_file(root_ / "target", "someone's file");
+  if (GetParam() == "fifo") {
+    ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0);
+  } else if (GetParam() == "symlink") {
+    fs::create_symlink(root_ / "target", lock);
+  } else {
+    write_file(lock, "not a lock file");
+  }
+  const Untouched target(root_ / "target");
+  ::testing::internal::CaptureStderr();
+  int calls = 0;
+  for (int round = 0; round < 2; ++round) {
+    bool compiled = false;
+    const auto image = cache.get_or_compile(
+        make_key(a),
+        [&] {
+          ++calls;
+          return make_image(a);
+        },
+        &compiled);
+    EXPECT_TRUE(compiled);
+    EXPECT_TRUE(same(image, make_image(a)));
+  }
+  bool compiled = false;
+  cache.get_or_compile(
+      make_key(b), [&] { return make_image(b); }, &compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 2) << "the bad stripe stores nothing";
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(a))));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(b)))) << "other stripes still store";
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find(lock_name), std::string::npos) << err;
+  EXPECT_TRUE(target.still());
+  EXPECT_TRUE(fs::is_symlink(lock) || fs::exists(lock));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PlantedLockFile, ::testing::Values("fifo", "symlink", "foreign"));
+
+TEST_F(LocalStoreTest, stopped_lock_holder_makes_the_waiter_compile_within_the_bound_without_storing) {
+  int locked[2];
+  ASSERT_EQ(::pipe(locked), 0);
+  CacheConfig stopping = config();
+  stopping.test_hook = [&](WriteStage stage) {
+    if (stage != WriteStage::kLocked) return;
+    const pid_t me = ::getpid();
+    if (::write(locked[1], &me, sizeof me) != sizeof me) std::abort();
+    ::raise(SIGSTOP);  // Ctrl-Z or a debugger, holding the lock
+  };
+  Child holder([&] {
+    LocalStore cache(stopping);
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    return 1;
+  });
+  ::close(locked[1]);
+  pid_t holder_pid = 0;
+  ASSERT_EQ(::read(locked[0], &holder_pid, sizeof holder_pid), static_cast<ssize_t>(sizeof holder_pid));
+  ::close(locked[0]);
+
+  const int same_stripe = key_in_stripe(stripe_of(make_key(1)), /*same_stripe=*/true, 1);
+  Child waiter(
+      [&] {
+        CacheConfig c = config();
+        c.lock_timeout = 300ms;
+        LocalStore cache(c);
+        bool compiled = false;
+        const auto start = std::chrono::steady_clock::now();
+        const auto image = cache.get_or_compile(
+            make_key(1), [] { return make_image(1); }, &compiled);
+        const auto first = std::chrono::steady_clock::now() - start;
+        if (!compiled || !same(image, make_image(1))) return 2;
+        if (first < 290ms || first > 5s) return 3;
+        // The holder is known to be stuck now: another key of its stripe does not wait again.
+        const auto again = std::chrono::steady_clock::now();
+        cache.get_or_compile(
+            make_key(same_stripe), [&] { return make_image(same_stripe); }, &compiled);
+        if (!compiled || std::chrono::steady_clock::now() - again > 250ms) return 4;
+        return fs::exists(cache.entry_path(make_key(1))) ? 5 : 0;
+      },
+      /*capture_stderr=*/true);
+  const Outcome outcome = waiter.wait(20s);
+  EXPECT_FALSE(outcome.timed_out) << "the waiter hung";
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find("process " + std::to_string(holder_pid) + " held lock"), std::string::npos)
+      << outcome.err;
+  EXPECT_EQ(holder.wait(0ms).signal, SIGKILL) << "still stopped until killed";
+  EXPECT_FALSE(fs::exists(dir_ / (make_key(1).digest() + ".entry"))) << "nobody stored it";
+}
+
+TEST_F(LocalStoreTest, sparse_two_gib_entry_under_a_keys_name_is_rejected_unread_and_replaced) {
+  LocalStore cache(config());
+  const CacheKey key = make_key(1);
+  const std::string serialized = key.serialize();
+  std::vector<std::uint8_t> head = encode_entry(serialized, make_image(1));
+  const std::uint64_t two_gib = std::uint64_t{2} << 30;
+  const std::uint64_t cubin = two_gib - kEntryHeaderSize - serialized.size();
+  for (int i = 0; i < 8; ++i) head[24 + i] = static_cast<std::uint8_t>(cubin >> (8 * i));
+  for (int i = 0; i < 8; ++i) head[32 + i] = 0;
+  head.resize(kEntryHeaderSize + serialized.size());
+  const fs::path path = cache.entry_path(key);
+  write_file(path, std::string(head.begin(), head.end()));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(two_gib)), 0);
+
+  const std::uint64_t read_before = bytes_read_by_process();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
+  EXPECT_LT(bytes_read_by_process() - read_before, 4096u) << "the entry was read";
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  EXPECT_EQ(cache.process_stats().bytes_read, 0u);
+  bool compiled = false;
+  cache.get_or_compile(
+      key, [] { return make_image(1); }, &compiled);
+  EXPECT_TRUE(compiled);
+  EXPECT_LT(fs::file_size(path), 1u << 20) << "replaced by a real entry";
+}
+
+TEST_F(LocalStoreTest, truncating_the_statistics_file_under_a_running_process_gives_no_signal) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  Child worker(
+      [&] {
+        LocalStore cache(config());
+        const char byte = 1;
+        if (::write(ready[1], &byte, 1) != 1) return 1;
+        for (int i = 0; i < 300; ++i) {
+          cache.get_or_compile(make_key(i % 7), [&] { return make_image(i % 7); });
+          cache.load(make_key(i % 5));
+          std::this_thread::sleep_for(1ms);
+        }
+        cache.machine_stats();
+        return cache.process_stats().hits > 0 ? 0 : 2;
+      },
+      /*capture_stderr=*/true);
+  ::close(ready[1]);
+  char byte;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  std::this_thread::sleep_for(30ms);
+  ASSERT_EQ(::truncate((dir_ / StatsFile::kName).c_str(), 0), 0);
+  const Outcome outcome = worker.wait(30s);
+  EXPECT_EQ(outcome.signal, 0) << "killed by a signal (SIGBUS is 7)\n" << outcome.err;
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "has no machine-wide statistics"), 1) << outcome.err;
+  EXPECT_EQ(fs::file_size(dir_ / StatsFile::kName), 0u) << "not rewritten";
+}
+
+TEST_F(LocalStoreTest, zero_stats_zeroes_the_machine_and_process_counters) {
+  LocalStore cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  cache.load(make_key(1));
+  ASSERT_GT(cache.machine_stats().hits, 0u);
+  cache.zero_stats();
+  const CacheStats zero{};
+  const auto equal = [](const CacheStats& a, const CacheStats& b) {
+    return a.hits == b.hits && a.misses == b.misses && a.compiles == b.compiles && a.errors == b.errors &&
+           a.bytes_read == b.bytes_read && a.bytes_written == b.bytes_written &&
+           a.compile_ns == b.compile_ns && a.load_ns == b.load_ns && a.evictions == b.evictions;
+  };
+  EXPECT_TRUE(equal(cache.machine_stats(), zero));
+  EXPECT_TRUE(equal(cache.process_stats(), zero));
+  LocalStore other(config());
+  EXPECT_TRUE(equal(other.machine_stats(), zero)) << "machine-wide, seen by every store on the directory";
+  cache.load(make_key(1));
+  EXPECT_EQ(other.machine_stats().hits, 1u);
+}
+
+TEST_F(LocalStoreTest, remove_takes_out_one_entry_and_only_a_file_of_this_user) {
+  LocalStore cache(config());
+  for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  EXPECT_TRUE(cache.remove(make_key(1)));
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(0))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_FALSE(cache.remove(make_key(1))) << "nothing left to remove";
+  fs::create_directory(cache.entry_path(make_key(4)));
+  EXPECT_FALSE(cache.remove(make_key(4))) << "not a regular file";
+  EXPECT_TRUE(fs::is_directory(cache.entry_path(make_key(4))));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(cache.entry_path(make_key(2)).c_str(), 65534, 65534), 0);
+    EXPECT_FALSE(cache.remove(make_key(2))) << "another user's file";
+    EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  }
 }
 
 }  // namespace

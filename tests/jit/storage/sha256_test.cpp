@@ -53,8 +53,7 @@ TEST(Sha256, one_million_a_fed_in_uneven_chunks_matches_fips_vector) {
     sha.update(std::string_view(million).substr(at, n));
     at += n;
   }
-  EXPECT_EQ(Sha256::hex(sha.digest()),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(Sha256::hex(sha.digest()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 // Lengths around the padding boundaries (55/56 bytes: the length still fits in
@@ -83,8 +82,7 @@ TEST(Sha256, all_byte_values_hash_like_reference) {
   }
   Sha256 sha;
   sha.update(bytes);
-  EXPECT_EQ(Sha256::hex(sha.digest()),
-            "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9");
+  EXPECT_EQ(Sha256::hex(sha.digest()), "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9");
 }
 
 TEST(Sha256, incremental_updates_split_anywhere_equal_one_shot) {

@@ -59,7 +59,9 @@ inline CompiledImage make_image(int i, std::size_t cubin_size = 4096) {
   return image;
 }
 
-inline bool same(const CompiledImage& a, const CompiledImage& b) { return a.cubin == b.cubin && a.ptx == b.ptx; }
+inline bool same(const CompiledImage& a, const CompiledImage& b) {
+  return a.cubin == b.cubin && a.ptx == b.ptx;
+}
 
 // What a hit returns with the default ImageParts::kCubin: the CUBIN, no PTX.
 inline CompiledImage cubin_only(CompiledImage image) {
@@ -68,7 +70,9 @@ inline CompiledImage cubin_only(CompiledImage image) {
 }
 
 // What get_or_compile returns with the default parts: the whole image if it compiled, else the CUBIN alone.
-inline CompiledImage expected(int i, bool compiled) { return compiled ? make_image(i) : cubin_only(make_image(i)); }
+inline CompiledImage expected(int i, bool compiled) {
+  return compiled ? make_image(i) : cubin_only(make_image(i));
+}
 
 inline std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -191,7 +195,8 @@ class Child {
     if (err_fd_ >= 0) {
       char buffer[4096];
       ssize_t n;
-      while ((n = ::read(err_fd_, buffer, sizeof buffer)) > 0) outcome.err.append(buffer, static_cast<size_t>(n));
+      while ((n = ::read(err_fd_, buffer, sizeof buffer)) > 0)
+        outcome.err.append(buffer, static_cast<size_t>(n));
       ::close(err_fd_);
       err_fd_ = -1;
     }
@@ -207,7 +212,8 @@ class Child {
 class SharedCounters {
  public:
   explicit SharedCounters(std::size_t n) : n_(n) {
-    void* map = ::mmap(nullptr, n * sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* map =
+        ::mmap(nullptr, n * sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) std::abort();
     words_ = static_cast<std::uint64_t*>(map);
   }
@@ -302,7 +308,6 @@ inline bool make_fsync_fail(int fd) {
   return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
          ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
 }
-
 
 // Bytes this process has read through system calls so far (/proc/self/io rchar).
 inline std::uint64_t bytes_read_by_process() {

@@ -24,12 +24,12 @@ enum class WriteStage { kLocked, kCompiled, kTempWritten, kSynced, kRenamed };
 
 /// Where the cache lives, how large it may grow, how long a waiter waits, and what it logs.
 struct CacheConfig {
-  std::filesystem::path dir;                                ///< entries live here
-  std::uint64_t max_bytes = kDefaultCacheMaxBytes;          ///< LRU eviction above this
-  bool enabled = true;                                      ///< false: no disk tier at all
+  std::filesystem::path dir;                                     ///< entries live here
+  std::uint64_t max_bytes = kDefaultCacheMaxBytes;               ///< LRU eviction above this
+  bool enabled = true;                                           ///< false: no disk tier at all
   std::chrono::milliseconds lock_timeout = kDefaultLockTimeout;  ///< longest wait for another compile
-  LogLevel log = LogLevel::kOff;                            ///< decision log on stderr
-  std::function<void(WriteStage)> test_hook;                ///< called at each write stage (tests only)
+  LogLevel log = LogLevel::kOff;                                 ///< decision log on stderr
+  std::function<void(WriteStage)> test_hook;                     ///< called at each write stage (tests only)
 
   /// $TROPICAL_CACHE_DIR, else $XDG_CACHE_HOME/tropical, else ~/.cache/tropical;
   /// TROPICAL_CACHE_MAX_SIZE: a size as parse_size() reads it; TROPICAL_LOCK_TIMEOUT: a duration as

@@ -30,7 +30,8 @@ class Fd {
   bool valid() const noexcept { return fd_ >= 0; }
   /// Closes the held descriptor (ignoring errors) and takes fd.
   void reset(int fd = -1) noexcept;
-  /// Closes the descriptor and returns the errno close() gave (a delayed write error on some file systems), or 0.
+  /// Closes the descriptor and returns the errno close() gave (a delayed write error on some file systems),
+  /// or 0.
   int close() noexcept;
 
  private:

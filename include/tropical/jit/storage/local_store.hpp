@@ -31,8 +31,8 @@ struct CacheInfo {
 /// of its own name pattern older than an hour. Size limit: least recently used entries go first.
 ///
 /// Single flight: one lock file per stripe of 256 (locks/tropical-XX.lock, magic header), an fcntl lock after
-/// a process mutex; a waiter gives up after config.lock_timeout, compiles on its own without storing, and says
-/// once which process held the lock. A bad lock file (FIFO, symlink, foreign) degrades only its stripe.
+/// a process mutex; a waiter gives up after config.lock_timeout, compiles on its own without storing, and
+/// says once which process held the lock. A bad lock file (FIFO, symlink, foreign) degrades only its stripe.
 ///
 /// All members are thread-safe; none throws on disk problems: an unusable directory degrades to compiling
 /// without storing, with at most one warning on stderr per kind of problem per directory per process.
@@ -56,7 +56,8 @@ class LocalStore final : public Store {
   bool store(const StoreKey& key, const CompiledImage& image, StoreReason reason) override;
   /// Evicts least recently used entries above the size limit (never key's) and removes our stale temporaries.
   void after_store(const StoreKey& key) override;
-  /// The key's lock stripe, waiting at most config.lock_timeout (no wait again for a holder already seen stuck).
+  /// The key's lock stripe, waiting at most config.lock_timeout (no wait again for a holder already seen
+  /// stuck).
   FlightResult single_flight(const StoreKey& key) override;
   /// See Store::count_miss.
   void count_miss(bool bad) override;

@@ -24,9 +24,9 @@ std::timed_mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index);
 
 /// Opens the lock file name in the directory open on dir_fd, creating it whole (with kLockFileMagic, the
 /// given mode) if absent; refuses (EPERM) anything but a regular file of this user holding exactly the magic,
-/// and never follows a symbolic link or blocks on a FIFO. Returns the descriptor (O_CLOEXEC), or sets *failure
-/// and *bad_file: true if a file under the name is at fault (a symlink, FIFO, directory, foreign or unreadable
-/// file), false if the directory is (the file could not be created).
+/// and never follows a symbolic link or blocks on a FIFO. Returns the descriptor (O_CLOEXEC), or sets
+/// *failure and *bad_file: true if a file under the name is at fault (a symlink, FIFO, directory, foreign or
+/// unreadable file), false if the directory is (the file could not be created).
 Fd open_lock_file(int dir_fd, const std::string& name, Failure* failure, bool* bad_file, mode_t mode = 0600);
 
 /// How a bounded attempt to take a lock ended.

@@ -15,8 +15,9 @@ enum class LogLevel { kOff, kInfo, kDebug };
 /// The level TROPICAL_LOG names ("info", "debug"; anything else, or unset, is kOff). Never throws.
 LogLevel log_level_from_env() noexcept;
 
-/// Writes "tropical: <level>: <text>\n" to stderr in one write, if level is not kOff. Thread-safe.
-void log_line(LogLevel level, std::string_view text);
+/// Writes "tropical: <level>: <text>\n" to stderr in one write if the configured level asks for lines of this
+/// level (kInfo lines at kInfo and kDebug, kDebug lines at kDebug). Thread-safe.
+void log_line(LogLevel configured, LogLevel level, std::string_view text);
 
 /// The kinds of problem a warning reports; each is reported once per subject per process.
 enum class Problem {

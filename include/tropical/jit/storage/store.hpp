@@ -39,7 +39,9 @@ struct Lookup {
   Miss miss = Miss::kNoEntry;          ///< meaningful without an image
   std::string detail;                  ///< what was found instead, for the decision log ("" if nothing)
   /// True for misses that met a bad file (counted as errors), false for a plain absence.
-  bool bad() const noexcept { return miss != Miss::kNoEntry && miss != Miss::kOtherIdentity && miss != Miss::kUnavailable; }
+  bool bad() const noexcept {
+    return miss != Miss::kNoEntry && miss != Miss::kOtherIdentity && miss != Miss::kUnavailable;
+  }
 };
 
 /// Why a store is written: after a compile, or to copy a hit of a lower tier up (promotion).
