@@ -101,6 +101,31 @@ std::vector<EntryFile> list_entries(int dir_fd) {
   return entries;
 }
 
+Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std::string& keep) {
+  std::vector<EntryFile> entries = list_entries(dir_fd);
+  std::uint64_t total = 0;
+  for (const auto& entry : entries) total += entry.size;
+  Evicted evicted;
+  if (total <= max_bytes) return evicted;
+  const auto older = [](const timespec& a, const timespec& b) {
+    return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
+  };
+  std::sort(entries.begin(), entries.end(), [&](const EntryFile& a, const EntryFile& b) {
+    return older(a.mtime, b.mtime) || (!older(b.mtime, a.mtime) && a.name < b.name);
+  });
+  for (const auto& entry : entries) {
+    if (total <= max_bytes) break;
+    if (entry.name == keep) continue;
+    // Another process may be evicting too; whoever unlinks the file counts it.
+    if (::unlinkat(dir_fd, entry.name.c_str(), 0) == 0) {
+      ++evicted.entries;
+      evicted.bytes += entry.size;
+    }
+    total -= entry.size;
+  }
+  return evicted;
+}
+
 void remove_stale_temps(int dir_fd) {
   const auto stale_before = std::chrono::system_clock::now() - kStaleTempAge;
   std::vector<std::string> stale;

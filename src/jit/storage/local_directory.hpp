@@ -44,6 +44,16 @@ struct EntryFile {
 /// The entry files of this user (regular, our uid) in the directory open on dir_fd.
 std::vector<EntryFile> list_entries(int dir_fd);
 
+/// What one eviction pass removed.
+struct Evicted {
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// Removes the least recently used (oldest mtime) entry files of this user until they total at most
+/// max_bytes, never the one named keep. Safe for readers: one that has an entry open keeps its bytes.
+Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std::string& keep);
+
 /// Removes our own temporary files (is_temp_name) older than an hour; never touches any other name.
 void remove_stale_temps(int dir_fd);
 

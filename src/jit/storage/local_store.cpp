@@ -63,11 +63,7 @@ struct LocalStore::Impl {
   std::array<std::atomic<std::timed_mutex*>, kStripes> stripe_mutexes{};
   // The holder last seen keeping a stripe past the bound: not waited for again.
   std::array<std::atomic<pid_t>, kStripes> stuck{};
-  std::array<std::atomic<std::uint64_t>, kCounterCount> process{};
-  std::array<std::atomic<std::uint64_t>, kCounterCount> pending{};
-  std::atomic<bool> has_stats{false};
-  std::mutex stats_mutex;
-  StatsFile stats;  // guarded by stats_mutex
+  StoreCounters counters;
 
   explicit Impl(CacheConfig c) : config(std::move(c)), name("local " + config.dir.string()) {
     if (!config.enabled) return;
@@ -94,11 +90,9 @@ struct LocalStore::Impl {
       return;
     }
     writable = true;
-    if (auto failure = stats.open(dir.get(), kStatsWait)) {
+    if (auto failure = counters.open(dir.get(), kStatsWait)) {
       count(kErrors);
       warn(Problem::kNoMachineStats, "has no machine-wide statistics (" + failure->reason() + ")");
-    } else {
-      has_stats = true;
     }
   }
 
@@ -130,32 +124,12 @@ struct LocalStore::Impl {
     return std::nullopt;
   }
 
-  void count(Counter counter, std::uint64_t n = 1) noexcept {
-    process[counter].fetch_add(n, std::memory_order_relaxed);
-    if (has_stats.load(std::memory_order_relaxed)) pending[counter].fetch_add(n, std::memory_order_relaxed);
-  }
+  void count(Counter counter, std::uint64_t n = 1) noexcept { counters.count(counter, n); }
 
-  // Adds what this process counted to the statistics file. Counts that cannot
-  // be published now (the file's lock busy past kStatsWait) wait for the next call.
   void publish() {
-    if (!has_stats.load()) return;
-    std::lock_guard lock(stats_mutex);
-    CounterValues deltas{};
-    bool any = false;
-    for (std::size_t c = 0; c < kCounterCount; ++c) {
-      deltas[c] = pending[c].exchange(0, std::memory_order_relaxed);
-      any = any || deltas[c] != 0;
+    if (auto failure = counters.publish()) {
+      warn(Problem::kNoMachineStats, "has no machine-wide statistics (" + failure->reason() + ")");
     }
-    if (!any || stats.add(deltas)) return;
-    if (stats.valid()) {
-      for (std::size_t c = 0; c < kCounterCount; ++c)
-        pending[c].fetch_add(deltas[c], std::memory_order_relaxed);
-      return;
-    }
-    has_stats = false;
-    process[kErrors].fetch_add(1, std::memory_order_relaxed);
-    warn(Problem::kNoMachineStats,
-         "has no machine-wide statistics (" + (stats.failure() ? stats.failure()->reason() : "") + ")");
   }
 
   // Counts the failure, warns once, and stops writing if the directory cannot take writes.
@@ -268,38 +242,16 @@ struct LocalStore::Impl {
     return true;
   }
 
-  // Unlinking is safe for readers: one that has the entry open keeps its bytes.
   void evict(const std::string& keep) {
     local::remove_stale_temps(dir.get());
-    std::vector<local::EntryFile> entries = local::list_entries(dir.get());
-    std::uint64_t total = 0;
-    for (const auto& entry : entries) total += entry.size;
-    if (total <= config.max_bytes) return;
-    const auto older = [](const timespec& a, const timespec& b) {
-      return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
-    };
-    std::sort(entries.begin(), entries.end(), [&](const local::EntryFile& a, const local::EntryFile& b) {
-      return older(a.mtime, b.mtime) || (!older(b.mtime, a.mtime) && a.name < b.name);
-    });
-    std::uint64_t evicted = 0;
-    std::uint64_t evicted_bytes = 0;
-    for (const auto& entry : entries) {
-      if (total <= config.max_bytes) break;
-      if (entry.name == keep) continue;
-      // Another process may be evicting too; whoever unlinks the file counts it.
-      if (::unlinkat(dir.get(), entry.name.c_str(), 0) == 0) {
-        count(kEvictions);
-        ++evicted;
-        evicted_bytes += entry.size;
-      }
-      total -= entry.size;
-    }
+    const local::Evicted evicted = local::evict_least_recently_used(dir.get(), config.max_bytes, keep);
+    if (evicted.entries == 0) return;
+    count(kEvictions, evicted.entries);
     publish();
-    if (evicted != 0) {
-      log_line(config.log, LogLevel::kInfo,
-               name + ": evicted " + std::to_string(evicted) + " entries (" + std::to_string(evicted_bytes) +
-                   " bytes) to stay under " + std::to_string(config.max_bytes) + " bytes");
-    }
+    log_line(config.log, LogLevel::kInfo,
+             name + ": evicted " + std::to_string(evicted.entries) + " entries (" +
+                 std::to_string(evicted.bytes) + " bytes) to stay under " + std::to_string(config.max_bytes) +
+                 " bytes");
   }
 
   FlightResult flight(const StoreKey& key) {
@@ -342,18 +294,6 @@ struct LocalStore::Impl {
     }
     publish();
     return {FlightResult::State::kNone, nullptr, failure.reason()};
-  }
-
-  CounterValues values(bool machine_wide) {
-    CounterValues v{};
-    if (!machine_wide) {
-      for (std::size_t c = 0; c < kCounterCount; ++c) v[c] = process[c].load(std::memory_order_relaxed);
-      return v;
-    }
-    publish();
-    if (!has_stats.load()) return v;
-    std::lock_guard lock(stats_mutex);
-    return stats.read().value_or(v);
   }
 };
 
@@ -402,18 +342,14 @@ CompiledImage LocalStore::get_or_compile(const CacheKey& key, const std::functio
   return walk_tiers(tiers, impl_->config.log, key, compile, compiled, parts);
 }
 
-CacheStats LocalStore::machine_stats() const { return to_stats(impl_->values(true)); }
-
-CacheStats LocalStore::process_stats() const { return to_stats(impl_->values(false)); }
-
-void LocalStore::zero_stats() {
-  Impl& s = *impl_;
-  for (auto& counter : s.process) counter.store(0, std::memory_order_relaxed);
-  for (auto& counter : s.pending) counter.store(0, std::memory_order_relaxed);
-  if (!s.has_stats.load()) return;
-  std::lock_guard lock(s.stats_mutex);
-  s.stats.zero();
+CacheStats LocalStore::machine_stats() const {
+  impl_->publish();
+  return to_stats(impl_->counters.machine());
 }
+
+CacheStats LocalStore::process_stats() const { return to_stats(impl_->counters.process()); }
+
+void LocalStore::zero_stats() { impl_->counters.zero(); }
 
 bool LocalStore::remove(const CacheKey& key) {
   return impl_->dir.valid() &&

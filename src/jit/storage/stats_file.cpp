@@ -177,4 +177,58 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
   return done;
 }
 
+std::optional<Failure> StoreCounters::open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode) {
+  std::lock_guard lock(mutex_);
+  auto failure = file_.open(dir_fd, max_wait, mode);
+  machine_wide_ = !failure;
+  return failure;
+}
+
+void StoreCounters::count(Counter counter, std::uint64_t n) noexcept {
+  process_[counter].fetch_add(n, std::memory_order_relaxed);
+  if (machine_wide_.load(std::memory_order_relaxed))
+    pending_[counter].fetch_add(n, std::memory_order_relaxed);
+}
+
+std::optional<Failure> StoreCounters::publish() {
+  if (!machine_wide_.load()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  CounterValues deltas{};
+  bool any = false;
+  for (std::size_t c = 0; c < kCounterCount; ++c) {
+    deltas[c] = pending_[c].exchange(0, std::memory_order_relaxed);
+    any = any || deltas[c] != 0;
+  }
+  if (!any || file_.add(deltas)) return std::nullopt;
+  if (file_.valid()) {
+    for (std::size_t c = 0; c < kCounterCount; ++c)
+      pending_[c].fetch_add(deltas[c], std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  if (!machine_wide_.exchange(false)) return std::nullopt;
+  process_[kErrors].fetch_add(1, std::memory_order_relaxed);
+  return file_.failure().value_or(Failure{"updating the statistics file", EIO});
+}
+
+CounterValues StoreCounters::process() const noexcept {
+  CounterValues v{};
+  for (std::size_t c = 0; c < kCounterCount; ++c) v[c] = process_[c].load(std::memory_order_relaxed);
+  return v;
+}
+
+CounterValues StoreCounters::machine() {
+  publish();
+  if (!machine_wide_.load()) return {};
+  std::lock_guard lock(mutex_);
+  return file_.read().value_or(CounterValues{});
+}
+
+void StoreCounters::zero() {
+  for (auto& counter : process_) counter.store(0, std::memory_order_relaxed);
+  for (auto& counter : pending_) counter.store(0, std::memory_order_relaxed);
+  if (!machine_wide_.load()) return;
+  std::lock_guard lock(mutex_);
+  file_.zero();
+}
+
 }  // namespace tropical::jit

@@ -3,9 +3,11 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -89,6 +91,33 @@ class StatsFile {
   ino_t ino_ = 0;
   std::chrono::milliseconds max_wait_{0};
   std::optional<Failure> failure_;
+};
+
+/// One store's counters: this process's, in lock-free atomics, and the machine-wide ones in its StatsFile, to
+/// which the counts are published after each operation; counts that cannot be published in time (the file's
+/// lock busy) wait for the next publish(). Thread-safe.
+class StoreCounters {
+ public:
+  /// Opens the statistics file (see StatsFile::open); without it, only process counters are kept.
+  std::optional<Failure> open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode = 0600);
+  /// Adds n to counter, for the process and (at the next publish) the machine.
+  void count(Counter counter, std::uint64_t n = 1) noexcept;
+  /// Adds what was counted since the last publish to the file. Returns why machine-wide counting stopped,
+  /// the one time it stops (the file truncated, replaced by a foreign one, unwritable), else nullopt.
+  std::optional<Failure> publish();
+  /// This process's counters.
+  CounterValues process() const noexcept;
+  /// The machine-wide counters after a publish, or zeros without a usable file.
+  CounterValues machine();
+  /// Sets the process counters, the unpublished counts and the file's counters to zero.
+  void zero();
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kCounterCount> process_{};
+  std::array<std::atomic<std::uint64_t>, kCounterCount> pending_{};
+  std::atomic<bool> machine_wide_{false};
+  std::mutex mutex_;
+  StatsFile file_;  // guarded by mutex_
 };
 
 }  // namespace tropical::jit
