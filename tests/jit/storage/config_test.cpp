@@ -138,5 +138,59 @@ TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_tier_off) {
   }
 }
 
+TEST_F(CacheConfigFromEnv, lock_timeout_takes_seconds_or_milliseconds_and_defaults_to_thirty_seconds) {
+  EXPECT_EQ(CacheConfig::from_env().lock_timeout, std::chrono::seconds(30));
+  const std::vector<std::pair<std::string, std::chrono::milliseconds>> cases = {
+      {"0", std::chrono::milliseconds(0)},  {"5", std::chrono::seconds(5)},
+      {"5s", std::chrono::seconds(5)},      {"250ms", std::chrono::milliseconds(250)},
+      {"86400", std::chrono::hours(24)},
+  };
+  ::testing::internal::CaptureStderr();
+  for (const auto& [text, duration] : cases) {
+    ::setenv("TROPICAL_LOCK_TIMEOUT", text.c_str(), 1);
+    EXPECT_EQ(CacheConfig::from_env().lock_timeout, duration) << text;
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST_F(CacheConfigFromEnv, malformed_lock_timeout_warns_once_and_keeps_the_default) {
+  for (const char* text : {"soon", "-1", "1.5", "5 s", "5m", "86401", "99999999999999999999ms", "5S"}) {
+    ::setenv("TROPICAL_LOCK_TIMEOUT", text, 1);
+    ::testing::internal::CaptureStderr();
+    const CacheConfig first = CacheConfig::from_env();
+    const CacheConfig second = CacheConfig::from_env();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(first.lock_timeout, kDefaultLockTimeout) << text;
+    EXPECT_EQ(second.lock_timeout, kDefaultLockTimeout) << text;
+    // Once per value per process (an earlier --gtest_repeat round may have warned already).
+    static std::set<std::string> warned;
+    if (!warned.insert(text).second) continue;
+    EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << text << "\n" << err;
+    EXPECT_NE(err.find("TROPICAL_LOCK_TIMEOUT='" + std::string(text) + "' is not a duration"), std::string::npos)
+        << err;
+    EXPECT_NE(err.find("using the default 30s"), std::string::npos) << err;
+  }
+}
+
+TEST_F(CacheConfigFromEnv, tropical_log_turns_the_decision_log_on) {
+  EXPECT_EQ(CacheConfig::from_env().log, LogLevel::kOff);
+  ::setenv("TROPICAL_LOG", "info", 1);
+  EXPECT_EQ(CacheConfig::from_env().log, LogLevel::kInfo);
+  ::setenv("TROPICAL_LOG", "debug", 1);
+  EXPECT_EQ(CacheConfig::from_env().log, LogLevel::kDebug);
+  for (const char* off : {"", "0", "off", "verbose"}) {
+    ::setenv("TROPICAL_LOG", off, 1);
+    EXPECT_EQ(CacheConfig::from_env().log, LogLevel::kOff) << off;
+  }
+}
+
+TEST(ParseSize, is_the_parser_the_configuration_file_shares) {
+  EXPECT_EQ(parse_size("64MiB"), std::optional<std::uint64_t>(64ull << 20));
+  EXPECT_EQ(parse_size("1g"), std::optional<std::uint64_t>(1ull << 30));
+  EXPECT_FALSE(parse_size("").has_value());
+  EXPECT_FALSE(parse_size("1.5G").has_value());
+  EXPECT_FALSE(parse_size("18446744073709551616").has_value());
+}
+
 }  // namespace
 }  // namespace tropical::jit
