@@ -13,6 +13,7 @@ import unittest
 
 TROPICAL = os.path.abspath(sys.argv[1])
 KERNEL = "tropical_gemm_maxplus_f32"
+CHEAP = "tropical_backward_a_maxplus_f32"  # compiles in some 30 ms
 
 
 class CliTest(unittest.TestCase):
@@ -47,6 +48,32 @@ class CliTest(unittest.TestCase):
         self.assertIn("-j wants a non-negative integer", self.run_tropical("warm", "-j", "two", "--all", code=2).stderr)
         self.assertIn("unknown --semiring", self.run_tropical("gemm", "--semiring", "plusmax", code=2).stderr)
         self.assertIn("compile wants one kernel name", self.run_tropical("compile", code=2).stderr)
+
+    def test_file_size_limit_is_one_warning_not_a_signal(self):
+        # Issue 10: (ulimit -f 50; tropical warm ...) used to die of SIGXFSZ (exit 153). Nothing is masked here.
+        import resource
+
+        def small_file_limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # ulimit -f 4: below its 8 kB entry
+
+        proc = subprocess.run([TROPICAL, "warm", "--arch", "sm_90", CHEAP], capture_output=True, text=True,
+                              env=self.env, timeout=600, preexec_fn=small_file_limit)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stderr.count("tropical: warning:"), 1, proc.stderr)
+        self.assertIn("File too large", proc.stderr)
+        self.assertIn("1 compiled", proc.stdout)
+        cache = self.env["TROPICAL_CACHE_DIR"]
+        self.assertEqual([n for n in os.listdir(cache) if n.startswith(".tropical-tmp.")], [])
+
+    def test_decision_log_explains_each_step(self):
+        env = dict(self.env, TROPICAL_LOG="info")
+        first = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: miss in local " + self.env["TROPICAL_CACHE_DIR"] + ": no entry", first)
+        self.assertRegex(first, CHEAP + r" sm_90: compiled in [0-9.]+ ms")
+        self.assertIn(CHEAP + " sm_90: stored in local", first)
+        second = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: hit in local", second)
+        self.assertEqual(self.run_tropical("warm", "--arch", "sm_90", CHEAP).stderr, "", "silent without TROPICAL_LOG")
 
     def test_bad_cache_size_warns_and_uses_the_default(self):
         env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
