@@ -25,13 +25,14 @@ using namespace tropical;
 constexpr std::uint32_t kKernel = 0;  // tropical_gemm_maxplus_f32
 
 std::filesystem::path bench_cache_dir() {
-  static const std::filesystem::path dir = [] {
+  // Never destroyed: the atexit handler that removes it runs after static destructors registered later.
+  static const std::filesystem::path* const dir = [] {
     std::string pattern = (std::filesystem::temp_directory_path() / "tropical-bench-XXXXXX").string();
-    std::filesystem::path made(mkdtemp(pattern.data()));
+    auto* made = new std::filesystem::path(mkdtemp(pattern.data()));
     std::atexit([] { std::filesystem::remove_all(bench_cache_dir()); });
     return made;
   }();
-  return dir;
+  return *dir;
 }
 
 jit::CacheConfig bench_cache() {
