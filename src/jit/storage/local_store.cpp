@@ -60,7 +60,7 @@ struct LocalStore::Impl {
   dev_t locks_dev = 0;
   ino_t locks_ino = 0;
   std::atomic<bool> writable{false};
-  std::array<std::atomic<std::timed_mutex*>, kStripes> stripe_mutexes{};
+  std::array<std::atomic<std::mutex*>, kStripes> stripe_mutexes{};
   // The holder last seen keeping a stripe past the bound: not waited for again.
   std::array<std::atomic<pid_t>, kStripes> stuck{};
   StoreCounters counters;
@@ -148,8 +148,8 @@ struct LocalStore::Impl {
     if (config.test_hook) config.test_hook(stage);
   }
 
-  std::timed_mutex& stripe_mutex(std::size_t index) {
-    std::timed_mutex* mutex = stripe_mutexes[index].load(std::memory_order_acquire);
+  std::mutex& stripe_mutex(std::size_t index) {
+    std::mutex* mutex = stripe_mutexes[index].load(std::memory_order_acquire);
     if (mutex == nullptr) {
       mutex = &process_lock_mutex(locks_dev, locks_ino, index);
       stripe_mutexes[index].store(mutex, std::memory_order_release);

@@ -34,15 +34,28 @@ pid_t lock_holder(int fd) {
 
 }  // namespace
 
-std::timed_mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index) {
+std::mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index) {
   static std::mutex table_mutex;
   // Never destroyed: a thread may still be resolving a kernel while the process exits.
-  static auto& table =
-      *new std::map<std::tuple<dev_t, ino_t, std::size_t>, std::unique_ptr<std::timed_mutex>>;
+  static auto& table = *new std::map<std::tuple<dev_t, ino_t, std::size_t>, std::unique_ptr<std::mutex>>;
   std::lock_guard lock(table_mutex);
   auto& mutex = table[{dev, ino, index}];
-  if (!mutex) mutex = std::make_unique<std::timed_mutex>();
+  if (!mutex) mutex = std::make_unique<std::mutex>();
   return *mutex;
+}
+
+// Polled rather than std::timed_mutex::try_lock_until: that calls
+// pthread_mutex_clocklock, which ThreadSanitizer (GCC 12) does not intercept,
+// so every later unlock would be reported as an unlock of an unlocked mutex.
+bool lock_until(std::mutex& mutex, std::chrono::steady_clock::time_point deadline) {
+  auto backoff = std::chrono::microseconds(20);
+  while (!mutex.try_lock()) {
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
+    backoff = std::min<std::chrono::microseconds>(backoff * 2, std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 Fd open_lock_file(int dir_fd, const std::string& name, Failure* failure, bool* bad_file, mode_t mode) {
@@ -95,12 +108,13 @@ Fd open_lock_file(int dir_fd, const std::string& name, Failure* failure, bool* b
 // opened and checked here, and locked with the non-blocking call file_lock's
 // try_lock() makes, polled with a bounded backoff: no F_SETLKW, so neither
 // EINTR nor EDEADLK, and every wait ends by its deadline.
-LockResult FileLock::lock(std::timed_mutex& mutex, int dir_fd, const std::string& name,
+LockResult FileLock::lock(std::mutex& mutex, int dir_fd, const std::string& name,
                           Clock::time_point deadline) {
   unlock();
   holder_ = 0;
   bad_file_ = false;
-  std::unique_lock mutex_lock(mutex, deadline);
+  std::unique_lock<std::mutex> mutex_lock;
+  if (lock_until(mutex, deadline)) mutex_lock = std::unique_lock(mutex, std::adopt_lock);
   if (!mutex_lock.owns_lock()) {
     holder_ = ::getpid();
     return LockResult::kTimedOut;

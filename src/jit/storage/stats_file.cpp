@@ -127,8 +127,9 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
     }
   }
   const auto deadline = Clock::now() + max_wait_;
-  std::unique_lock mutex_lock(process_lock_mutex(dev_, ino_, kMutexIndex), deadline);
-  if (!mutex_lock.owns_lock()) return false;
+  std::mutex& mutex = process_lock_mutex(dev_, ino_, kMutexIndex);
+  if (!lock_until(mutex, deadline)) return false;
+  std::unique_lock mutex_lock(mutex, std::adopt_lock);
   // Polled, never F_SETLKW: a holder stopped with SIGSTOP costs a waiter at most max_wait.
   auto backoff = std::chrono::microseconds(50);
   for (;;) {

@@ -141,8 +141,8 @@ TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_tier_off) {
 TEST_F(CacheConfigFromEnv, lock_timeout_takes_seconds_or_milliseconds_and_defaults_to_thirty_seconds) {
   EXPECT_EQ(CacheConfig::from_env().lock_timeout, std::chrono::seconds(30));
   const std::vector<std::pair<std::string, std::chrono::milliseconds>> cases = {
-      {"0", std::chrono::milliseconds(0)},  {"5", std::chrono::seconds(5)},
-      {"5s", std::chrono::seconds(5)},      {"250ms", std::chrono::milliseconds(250)},
+      {"0", std::chrono::milliseconds(0)}, {"5", std::chrono::seconds(5)},
+      {"5s", std::chrono::seconds(5)},     {"250ms", std::chrono::milliseconds(250)},
       {"86400", std::chrono::hours(24)},
   };
   ::testing::internal::CaptureStderr();
@@ -166,7 +166,8 @@ TEST_F(CacheConfigFromEnv, malformed_lock_timeout_warns_once_and_keeps_the_defau
     static std::set<std::string> warned;
     if (!warned.insert(text).second) continue;
     EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << text << "\n" << err;
-    EXPECT_NE(err.find("TROPICAL_LOCK_TIMEOUT='" + std::string(text) + "' is not a duration"), std::string::npos)
+    EXPECT_NE(err.find("TROPICAL_LOCK_TIMEOUT='" + std::string(text) + "' is not a duration"),
+              std::string::npos)
         << err;
     EXPECT_NE(err.find("using the default 30s"), std::string::npos) << err;
   }

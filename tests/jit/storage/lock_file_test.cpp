@@ -20,7 +20,7 @@ class LockFileTest : public LocalStoreTest {
     ASSERT_TRUE(dir_fd_.valid());
   }
   // A mutex of its own per test, as a directory's stripes have.
-  std::timed_mutex& mutex(std::size_t index = 0) {
+  std::mutex& mutex(std::size_t index = 0) {
     struct stat st {};
     EXPECT_EQ(::fstat(dir_fd_.get(), &st), 0);
     return process_lock_mutex(st.st_dev, st.st_ino, index);

@@ -20,7 +20,11 @@ inline constexpr std::string_view kLockFileMagic = "TROPICAL-LOCK-1\n";
 /// The process-wide mutex for (file system dev, inode, index): fcntl locks belong to the process, so the
 /// threads of one process are kept apart by this mutex first; every object using one lock file in the
 /// process gets the same mutex. Never destroyed. Thread-safe.
-std::timed_mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index);
+std::mutex& process_lock_mutex(dev_t dev, ino_t ino, std::size_t index);
+
+/// Locks mutex if that can be done by deadline (polling with a bounded backoff); true if locked. Never
+/// blocks past the deadline, so a thread stuck holding the mutex cannot freeze the caller.
+bool lock_until(std::mutex& mutex, std::chrono::steady_clock::time_point deadline);
 
 /// Opens the lock file name in the directory open on dir_fd, creating it whole (with kLockFileMagic, the
 /// given mode) if absent; refuses (EPERM) anything but a regular file of this user holding exactly the magic,
@@ -47,7 +51,7 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
 
   /// Takes mutex, then the lock on name in the directory open on dir_fd, polling until deadline.
-  LockResult lock(std::timed_mutex& mutex, int dir_fd, const std::string& name,
+  LockResult lock(std::mutex& mutex, int dir_fd, const std::string& name,
                   std::chrono::steady_clock::time_point deadline);
   /// Releases both locks; the file lock first (closing its descriptor), then the mutex.
   void unlock() noexcept;
@@ -62,7 +66,7 @@ class FileLock {
   bool bad_file() const noexcept { return bad_file_; }
 
  private:
-  std::unique_lock<std::timed_mutex> mutex_lock_;
+  std::unique_lock<std::mutex> mutex_lock_;
   Fd fd_;
   pid_t holder_ = 0;
   Failure failure_;
