@@ -19,6 +19,7 @@ import unittest
 TROPICAL = os.path.abspath(sys.argv[1])
 KERNEL = "tropical_backward_a_maxplus_f32"
 OTHER = "tropical_backward_b_maxplus_f32"
+CHEAP = KERNEL  # compiles in some 30 ms
 
 
 class CliTest(unittest.TestCase):
@@ -112,6 +113,40 @@ class CliTest(unittest.TestCase):
             self.assertIn("sm_50", line)
             self.assertIn("sm_90", line, "the message names the archs NVRTC does compile for")
         self.assertEqual(self.entries(), [])
+
+    def test_file_size_limit_is_one_warning_not_a_signal(self):
+        # Issue 10: (ulimit -f 50; tropical warm ...) used to die of SIGXFSZ (exit 153). Nothing is masked here.
+        import resource
+
+        def small_file_limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # ulimit -f 4: below its 8 kB entry
+
+        proc = subprocess.run([TROPICAL, "warm", "--arch", "sm_90", CHEAP], capture_output=True, text=True,
+                              env=self.env, timeout=600, preexec_fn=small_file_limit)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stderr.count("tropical: warning:"), 1, proc.stderr)
+        self.assertIn("File too large", proc.stderr)
+        self.assertIn("1 compiled", proc.stdout)
+        cache = self.env["TROPICAL_CACHE_DIR"]
+        self.assertEqual([n for n in os.listdir(cache) if n.startswith(".tropical-tmp.")], [])
+
+    def test_decision_log_explains_each_step(self):
+        env = dict(self.env, TROPICAL_LOG="info")
+        first = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: miss in local " + self.env["TROPICAL_CACHE_DIR"] + ": no entry", first)
+        self.assertRegex(first, CHEAP + r" sm_90: compiled in [0-9.]+ ms")
+        self.assertIn(CHEAP + " sm_90: stored in local", first)
+        second = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: hit in local", second)
+        self.assertEqual(self.run_tropical("warm", "--arch", "sm_90", CHEAP).stderr, "", "silent without TROPICAL_LOG")
+
+    def test_bad_cache_size_warns_and_uses_the_default(self):
+        env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
+        listing = self.run_tropical("list", env=env)
+        self.assertEqual(listing.stderr.count("TROPICAL_CACHE_MAX_SIZE"), 1, listing.stderr)
+        self.assertIn("'lots'", listing.stderr)
+        self.assertIn(KERNEL, listing.stdout)
+        self.assertIn("of 1073741824 allowed", self.run_tropical("stats", env=env).stdout)
 
     def test_warm_list_stats_clear_round_trip(self):
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)

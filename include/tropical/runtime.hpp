@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tropical/catalog.hpp"
-#include "tropical/jit/disk_cache.hpp"
+#include "tropical/jit/storage/local_store.hpp"
 #include "tropical/jit/registry.hpp"
 
 namespace tropical {
