@@ -189,7 +189,9 @@ class Kernel:
     @property
     def variant(self):
         """"" for the default tile, else "<tile_m>x<tile_n>"."""
-        return "" if self.tile is None else f"{self.tile.tile_m}x{self.tile.tile_n}"
+        if self.tile is None:
+            return ""
+        return self.tile.label or f"{self.tile.tile_m}x{self.tile.tile_n}"
 
     @property
     def name(self):
@@ -255,8 +257,12 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # its threads owns thread_m x thread_n elements of the tile in registers.
 # min_blocks is the residency the register budget is fitted to
 # (__launch_bounds__); vec_bytes, if set, the vector width (else the type's).
-Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes",
-                              defaults=(None,))
+# chunk (argmax only, default tile_k): the k-steps reduced between two
+# compares with the running winner, hence also the products the final rescan
+# of each element recomputes. label, if set, names the variant (default
+# "<tile_m>x<tile_n>"), for two tilings of the same C tile.
+Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label",
+                              defaults=(None, None, None))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries a running chunk maximum and an index.
@@ -293,11 +299,20 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # shared-memory read of the default 4 x 4) in blocks of 64 threads.
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 8, 8, 6)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 8, 8, 6),
+                   Tile(64, 64, 16, 4, 4, 4, label="x64a"), Tile(64, 64, 16, 4, 4, 6, label="x64b"),
+                   Tile(64, 64, 32, 4, 4, 4, label="x64c"), Tile(64, 64, 16, 8, 4, 8, label="x64d"),
+                   Tile(64, 64, 32, 8, 4, 6, label="x64e"), Tile(64, 64, 16, 4, 4, 8, label="x64f"),
+                   Tile(64, 64, 32, 8, 8, 4, label="x64g")],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 2),
+                   Tile(16, 16, 16, 4, 2, 16, 8, 4, label="x16c4"), Tile(32, 32, 16, 4, 4, 8, None, 4, label="x32c4"),
+                   Tile(32, 32, 16, 4, 4, 8, None, 8, label="x32c8"),
+                   Tile(64, 64, 16, 4, 4, 2, None, 8, label="x64c8"), Tile(64, 64, 16, 4, 4, 2, None, 4, label="x64c4"),
+                   Tile(64, 64, 16, 4, 4, 4, None, 4, label="x64c4m4"), Tile(64, 64, 16, 4, 4, 4, None, 8, label="x64c8m4"),
+                   Tile(64, 64, 16, 8, 4, 6, None, 4, label="x64d4")],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
@@ -327,7 +342,9 @@ def launch(kernel):
         # Backward passes: one thread per element of dC.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or tiles[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _ = tile
+    chunk = chunk or tile_k
+    assert tile_k % chunk == 0, kernel.name
     vec = (vec_bytes or TYPE_VEC_BYTES[kernel.type]) // TYPE_BYTES[kernel.type]
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
     threads = block_x * block_y
@@ -340,5 +357,5 @@ def launch(kernel):
     assert all((threads * vec) % d == 0 for d in (tile_k, tile_m, tile_n)), kernel.name
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
-            "vec": vec, "min_blocks": min_blocks,
+            "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M}
