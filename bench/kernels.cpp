@@ -377,15 +377,20 @@ void run_batched(benchmark::State& state, std::int64_t batch, std::int64_t n, bo
   fill<S, T>(a, batch * n * n, 3);
   fill<S, T>(b, batch * n * n, 4);
   const double macs = double(batch) * n * n * n;
-  auto id = kernel_id<S, T, Op::kGemmBatched>();
+  auto id = argmax ? kernel_id<S, T, Op::kGemmBatchedArgmax>() : kernel_id<S, T, Op::kGemmBatched>();
+  const auto base = id;
   for (const auto& info : catalog::kInfo) {
-    if (!tile.empty() && info.base == id && info.variant == tile) id = info.id;
+    if (!tile.empty() && info.base == base && info.variant == tile) id = info.id;
   }
   double ms = 0;
   for (auto _ : state) {
     ms = median_ms(
         [&] {
-          if (argmax) {
+          if (argmax && !tile.empty()) {
+            detail::launch_gemm_batched(id, sizeof(T), {Trans::kNo, Trans::kNo, n, n, n, n, n, n}, a.as<T>(),
+                                        b.as<T>(), c.as<T>(), idx->as<std::int32_t>(), n,
+                                        {n * n, n * n, n * n, n * n}, batch, {nullptr, nullptr, 0}, nullptr);
+          } else if (argmax) {
             gemm_batched_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, n * n, b.as<T>(), n, n * n,
                                       c.as<T>(), n, n * n, idx->as<std::int32_t>(), n, n * n, batch);
           } else {
@@ -556,6 +561,23 @@ void register_issue_13() {
   for (const char* tile : {"64x64", "32x32", "16x16"}) {
     add_row(std::string("issue13/gemm_batched/maxplus/f32/4096x64/tile") + tile,
             [tile](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, false, tile); });
+  }
+  // Every small tile of the f32 MaxPlus batched products, forced, on products
+  // of its own size (64^3 for the 64 x 64 tiles).
+  for (const bool argmax : {false, true}) {
+    const auto base = argmax ? kernel_id<MaxPlus, float, Op::kGemmBatchedArgmax>()
+                             : kernel_id<MaxPlus, float, Op::kGemmBatched>();
+    for (const auto& info : catalog::kInfo) {
+      if (info.base != base || info.variant.empty()) continue;
+      const std::int64_t n = info.launch.tile_m < 64 ? info.launch.tile_m : 64;
+      const std::int64_t batch = 4096 * (64 / n) * (64 / n) * (64 / n);
+      const std::string variant(info.variant);
+      add_row(std::string("issue13/tiles/") + (argmax ? "gemm_batched_argmax" : "gemm_batched") + "/maxplus/f32/" +
+                  std::to_string(batch) + "x" + std::to_string(n) + "/tile" + variant,
+              [variant, batch, n, argmax](benchmark::State& s) {
+                run_batched<MaxPlus, float>(s, batch, n, argmax, variant);
+              });
+    }
   }
   add_row("issue13/gemm_batched_argmax/maxplus/f32/4096x64",
           [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, true); });
