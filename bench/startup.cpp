@@ -5,17 +5,22 @@
 //   (b)  tropical, first run of a program using 5 kernels (cold disk cache)
 //   (b') the same program, warming its 5 kernels up front with tropical::warm
 //   (c)  tropical, second run of that program (disk cache warm)
+//   (c1) one 64^3 product in a fresh process, warm disk cache: first completed
+//        launch after context creation (median of 7 processes, with the spread),
+//        and its parts, each measured in its own fresh processes
 //   (d)  NVRTC 13's own compute cache, warm, for the same 5 kernels (no disk tier)
 //   (e)  8 processes cold on one key at once (exactly one compile expected)
 //
 // Cold rows run with CUDA_CACHE_DISABLE=1 so NVRTC's cache cannot help them.
 // Without a GPU every row stops at the CUBIN (no module load), and (d) shows
 // NVRTC without its cache, which needs libcuda. Usage: startup [--arch sm_XY]
+// [--warm-rows]; --warm-rows runs (b), (c) and (c1) only (seconds, not minutes).
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -59,6 +64,7 @@ struct Result {
   long compiles = 0;
   int nvrtc = 0;
   bool ok = false;
+  std::array<double, 3> parts{};  ///< (c1) children only: their PARTS line
 };
 
 // ------------------------------------------------------------------ children
@@ -132,6 +138,64 @@ int child_nvrtc_only(int arch, bool gpu) {
   return 0;
 }
 
+// (c1): one 64^3 MaxPlus product. Buffers are made before the clock starts;
+// the clock stops when the product is complete (context synchronized).
+// Prints RESULT, then PARTS: registry construction, the first product (kernel
+// from disk + launch + sync), the second product (launch + sync only).
+int child_first_product(bool gpu) {
+  if (!gpu) return 3;
+  const double ctx = create_context(gpu);
+  constexpr std::int64_t kN = 64;
+  DeviceBuffer<float> a(kN * kN), b(kN * kN), c(kN * kN);
+  auto product = [&] {
+    const auto t = Clock::now();
+    gemm<MaxPlus, float>(Trans::kNo, Trans::kNo, kN, kN, kN, a.get(), kN, b.get(), kN, c.get(), kN);
+    drv::ScopedContext context(0);
+    drv::check(drv::api().cuCtxSynchronize(), "cuCtxSynchronize");
+    return ms_since(t);
+  };
+  const auto t = Clock::now();
+  registry();
+  const double construct = ms_since(t);
+  const double first = product();
+  const double work = ms_since(t);
+  const double second = product();
+  long compiles = 0;
+  for (const auto& s : registry().stats()) compiles += static_cast<long>(s.compiles);
+  std::printf("RESULT %.3f %.3f %ld %d\n", ctx, work, compiles, nvrtc_mapped() ? 1 : 0);
+  std::printf("PARTS %.4f %.4f %.4f\n", construct, first, second);
+  return 0;
+}
+
+// (c1) parts done by hand in a fresh process, in the registry's order: the
+// entry name (the key's first SHA-256), read + verify the entry (header, key,
+// CUBIN, checksums), load the module and find the function.
+int child_first_product_parts(int arch, bool gpu) {
+  const std::uint32_t id = static_cast<std::uint32_t>(kernel_id<MaxPlus, float, Op::kGemm>());
+  create_context(gpu);
+  const jit::CacheKey key = registry().cache_key(id, arch);
+  jit::LocalStore disk(jit::CacheConfig::from_env());
+  auto t = Clock::now();
+  const std::string name = key.digest();
+  const double digest = ms_since(t);
+  t = Clock::now();
+  const auto image = disk.load(key);
+  const double read = ms_since(t);
+  if (!image || name.empty()) return 1;
+  double load = 0;
+  if (gpu) {
+    drv::ScopedContext context(0);
+    t = Clock::now();
+    CUmodule module = nullptr;
+    CUfunction f = nullptr;
+    drv::check(drv::api().cuModuleLoadData(&module, image->cubin.data()), "cuModuleLoadData");
+    drv::check(drv::api().cuModuleGetFunction(&f, module, key.kernel_name.c_str()), "cuModuleGetFunction");
+    load = ms_since(t);
+  }
+  std::printf("RESULT 0 0 0 0\nPARTS %.4f %.4f %.4f\n", digest, read, load);
+  return 0;
+}
+
 // ------------------------------------------------------------------ parent
 
 struct Child {
@@ -185,6 +249,9 @@ Result wait_for(Child c) {
   if (at != std::string::npos && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     r.ok = std::sscanf(text.c_str() + at, "RESULT %lf %lf %ld %d", &r.context_ms, &r.work_ms, &r.compiles, &r.nvrtc) == 4;
   }
+  if (const auto p = text.find("PARTS "); r.ok && p != std::string::npos) {
+    std::sscanf(text.c_str() + p, "PARTS %lf %lf %lf", &r.parts[0], &r.parts[1], &r.parts[2]);
+  }
   if (!r.ok) std::fprintf(stderr, "child failed:\n%s\n", text.c_str());
   return r;
 }
@@ -196,6 +263,47 @@ Result run_child(const std::vector<std::string>& args, const std::vector<std::st
 
 void row(const char* name, const Result& r, const char* note) {
   std::printf("%-44s %10.1f %10.1f %9ld %6s  %s\n", name, r.context_ms, r.work_ms, r.compiles, r.nvrtc ? "yes" : "no", note);
+}
+
+/// "median [min-max]" of values, in the unit the caller prints.
+std::string spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f [%.3f-%.3f]", v[v.size() / 2], v.front(), v.back());
+  return text;
+}
+
+/// Row (c1) and its parts: one cold run fills the cache, then kRuns fresh
+/// processes per measurement. False if a child failed or a warm one compiled.
+bool first_product_row(const std::string& arch, const std::vector<std::string>& env) {
+  constexpr int kRuns = 7;
+  bool ok = run_child({"--child", "first-product", arch}, env).ok;
+  std::vector<double> ctx, work, construct, first, second, digest, read, load;
+  Result last;
+  for (int i = 0; i < kRuns && ok; ++i) {
+    last = run_child({"--child", "first-product", arch}, env);
+    ok = last.ok && last.compiles == 0;
+    ctx.push_back(last.context_ms), work.push_back(last.work_ms), construct.push_back(last.parts[0]);
+    first.push_back(last.parts[1]), second.push_back(last.parts[2]);
+  }
+  for (int i = 0; i < kRuns && ok; ++i) {
+    const Result r = run_child({"--child", "first-product-parts", arch}, env);
+    ok = r.ok;
+    digest.push_back(r.parts[0]), read.push_back(r.parts[1]), load.push_back(r.parts[2]);
+  }
+  if (!ok) return false;
+  std::sort(ctx.begin(), ctx.end());
+  std::sort(work.begin(), work.end());
+  last.context_ms = ctx[ctx.size() / 2];
+  last.work_ms = work[work.size() / 2];
+  row("(c1) one 64^3 product, fresh process, warm", last, "first completed launch after context");
+  std::printf("     median [min-max] of %d processes, ms: first launch %s (target <= 0.5)\n", kRuns,
+              spread(work).c_str());
+  std::printf("     = registry construction %s + first product %s (launch + sync alone: %s)\n",
+              spread(construct).c_str(), spread(first).c_str(), spread(second).c_str());
+  std::printf("     first product's parts, by hand: key digest %s, read + verify %s, module load %s\n",
+              spread(digest).c_str(), spread(read).c_str(), spread(load).c_str());
+  return true;
 }
 
 }  // namespace
@@ -212,6 +320,8 @@ int main(int argc, char** argv) {
     if (mode == "program-warm") return child_program(child_arch, gpu, true, kProgram.size());
     if (mode == "one") return child_program(child_arch, gpu, false, 1);
     if (mode == "nvrtc") return child_nvrtc_only(child_arch, gpu);
+    if (mode == "first-product") return child_first_product(gpu);
+    if (mode == "first-product-parts") return child_first_product_parts(child_arch, gpu);
     return 2;
   }
 
@@ -224,6 +334,17 @@ int main(int argc, char** argv) {
   std::printf("start-up, sm_%d, %s, %zu kernels in the catalog, program uses %zu\n", arch,
               gpu ? "GPU 0 (modules loaded)" : "no GPU (CUBIN only)", catalog::kKernelCount, kProgram.size());
   std::printf("%-44s %10s %10s %9s %6s\n", "", "ctx ms", "work ms", "compiles", "nvrtc");
+  if (std::strcmp(argv[argc - 1], "--warm-rows") == 0) {
+    const Result fill = run_child({"--child", "program", a}, {cold, cache("b")});
+    row("(b)  tropical first run (cold cache)", fill, "lazy, one kernel at a time");
+    const Result warm_run = run_child({"--child", "program", a}, {cold, cache("b")});
+    row("(c)  tropical second run (disk cache)", warm_run, "");
+    std::printf("  (c) per kernel = %.3f ms\n", warm_run.work_ms / kProgram.size());
+    const bool warm_ok = fill.ok && warm_run.ok && warm_run.compiles == 0 &&
+                         (!gpu || first_product_row(a, {cold, cache("c1")}));
+    std::filesystem::remove_all(root);
+    return warm_ok ? 0 : 1;
+  }
   const Result whole = run_child({"--child", "whole", a}, {cold, cache("unused")});
   row("(a)  whole catalog, one NVRTC program", whole, "");
   const Result first = run_child({"--child", "program", a}, {cold, cache("b")});
@@ -232,6 +353,7 @@ int main(int argc, char** argv) {
   row("(b') tropical first run, warm() up front", first_warm, "its 5 kernels on every core");
   const Result second = run_child({"--child", "program", a}, {cold, cache("b")});
   row("(c)  tropical second run (disk cache)", second, "");
+  const bool first_product_ok = gpu ? first_product_row(a, {cold, cache("c1")}) : true;
   run_child({"--child", "nvrtc", a}, {cache("unused"), "TROPICAL_CACHE_DISABLE=1"}, {"CUDA_CACHE_DISABLE"});
   const Result nvrtc_warm =
       run_child({"--child", "nvrtc", a}, {cache("unused"), "TROPICAL_CACHE_DISABLE=1"}, {"CUDA_CACHE_DISABLE"});
@@ -263,6 +385,6 @@ int main(int argc, char** argv) {
   std::printf("  (d)/(c)  = %6.1fx  NVRTC's warm cache vs our disk cache\n", nvrtc_warm.work_ms / second.work_ms);
   std::printf("  (c) per kernel = %.3f ms (target <= 1 ms after context creation)\n", second.work_ms / kProgram.size());
   std::filesystem::remove_all(root);
-  const bool ok = whole.ok && first.ok && first_warm.ok && second.ok && nvrtc_warm.ok && race.ok && second.compiles == 0;
+  const bool ok = first_product_ok && whole.ok && first.ok && first_warm.ok && second.ok && nvrtc_warm.ok && race.ok && second.compiles == 0;
   return ok ? 0 : 1;
 }

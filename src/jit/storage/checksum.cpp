@@ -1,8 +1,12 @@
 #include "tropical/jit/storage/checksum.hpp"
 
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
+// GMAC through libcrypto's low-level AES key schedule (deprecated in OpenSSL 3) and GCM mode (modes.h)
+// rather than EVP_MAC: the "GMAC" fetch initializes OpenSSL's default provider, about 1 ms in a fresh
+// process, on the warm-start path of every new process (issue 10). Same bytes: GMAC is GCM's tag over
+// the data as additional authenticated data, and GHASH still runs libcrypto's CLMUL/AVX code.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/aes.h>
+#include <openssl/modes.h>
 
 #include <new>
 
@@ -15,50 +19,36 @@ constexpr unsigned char kKey[16] = {'t', 'r', 'o', 'p', 'i', 'c', 'a', 'l',
                                     '.', 'e', 'n', 't', 'r', 'y', '.', '3'};
 constexpr unsigned char kIv[12] = {'c', 'h', 'e', 'c', 'k', 's', 'u', 'm', '.', 'i', 'v', '3'};
 
-// The keyed state is made once (AES key schedule, GHASH tables) and copied
-// for each checksum; EVP_MAC_CTX_dup only reads its source, so threads may share it.
-const EVP_MAC_CTX* keyed_template() {
-  static const EVP_MAC_CTX* const keyed = []() -> EVP_MAC_CTX* {
-    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "GMAC", nullptr);
-    if (mac == nullptr) return nullptr;
-    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);
-    if (ctx == nullptr) return nullptr;
-    char cipher[] = "AES-128-GCM";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cipher, 0),
-        OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, const_cast<unsigned char*>(kIv), sizeof kIv),
-        OSSL_PARAM_construct_end(),
-    };
-    if (EVP_MAC_init(ctx, kKey, sizeof kKey, params) != 1) {
-      EVP_MAC_CTX_free(ctx);
-      return nullptr;
-    }
-    return ctx;
+// The AES key schedule is made once and only read afterwards, so threads may share it;
+// each checksum keeps its own GCM state (GHASH tables, running hash).
+AES_KEY* key_schedule() {
+  static AES_KEY schedule = [] {
+    AES_KEY made{};
+    AES_set_encrypt_key(kKey, 128, &made);
+    return made;
   }();
-  if (keyed == nullptr) throw std::bad_alloc();
-  return keyed;
+  return &schedule;
 }
 
 }  // namespace
 
-Checksum::Checksum() : ctx_(EVP_MAC_CTX_dup(keyed_template())) {
+Checksum::Checksum() : ctx_(CRYPTO_gcm128_new(key_schedule(), reinterpret_cast<block128_f>(AES_encrypt))) {
   if (ctx_ == nullptr) throw std::bad_alloc();
+  CRYPTO_gcm128_setiv(ctx_, kIv, sizeof kIv);
 }
 
-Checksum::~Checksum() { EVP_MAC_CTX_free(ctx_); }
+Checksum::~Checksum() { CRYPTO_gcm128_release(ctx_); }
 
 void Checksum::update(std::span<const std::byte> data) {
   if (!data.empty() &&
-      EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1) {
+      CRYPTO_gcm128_aad(ctx_, reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 0) {
     throw std::bad_alloc();
   }
 }
 
 Checksum::Value Checksum::value() {
   Value out{};
-  std::size_t size = 0;
-  if (EVP_MAC_final(ctx_, out.data(), &size, out.size()) != 1 || size != out.size()) throw std::bad_alloc();
+  CRYPTO_gcm128_tag(ctx_, out.data(), out.size());
   return out;
 }
 

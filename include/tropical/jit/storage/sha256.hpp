@@ -7,11 +7,10 @@
 #include <string>
 #include <string_view>
 
-struct evp_md_ctx_st;
-
 namespace tropical::jit {
 
 /// SHA-256 (FIPS 180-4) from OpenSSL's libcrypto, incremental: update() any number of times, then digest().
+/// Uses no OpenSSL provider, so a new process pays no OpenSSL start-up.
 /// One object per thread; throws std::bad_alloc if libcrypto cannot allocate its state.
 class Sha256 {
  public:
@@ -36,7 +35,8 @@ class Sha256 {
   static std::string hex(const Digest& digest);
 
  private:
-  evp_md_ctx_st* ctx_;
+  struct State;
+  State* state_;
 };
 
 }  // namespace tropical::jit
