@@ -189,19 +189,19 @@ GEMM_TILES = {
         Type.F32: (128, 128, 16, 8, 8, 2),
         Type.I32: (128, 128, 8, 8, 8, 2),
         Type.F64: (128, 64, 8, 8, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.I64: (32, 32, 8, 2, 2, 1),
     },
     Op.GEMM_ARGMAX: {
-        Type.F32: (64, 64, 16, 4, 4, 2),
-        Type.I32: (64, 64, 16, 4, 4, 2),
-        Type.F64: (64, 64, 8, 4, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (64, 64, 16, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
     },
     Op.GEMM_BATCHED: {
         Type.F32: (64, 64, 16, 4, 4, 4),
         Type.I32: (64, 64, 16, 4, 4, 4),
-        Type.F64: (64, 64, 8, 4, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
     },
 }
 
@@ -236,3 +236,75 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M}
+
+
+# ---------------------------------------------------------------- tiers
+# Every product kernel also exists as a quick fragment (DESIGN.md, "Tiers"):
+# a single-buffered shared-memory tile with scalar loads and light unrolling,
+# chosen per type as the best throughput whose NVRTC compile stays within
+# about 100 ms (bench/RESULTS.md, "Quick tier"). It serves the first calls
+# while the tuned fragment compiles in the background. Ops missing here
+# (backward passes, ~30-50 ms to compile) have one tier.
+class Tier(enum.Enum):
+    TUNED = "tuned"
+    QUICK = "quick"
+
+
+# Quick tiling, per operation and element type: (tile_m, tile_n, tile_k,
+# thread_m, thread_n, k_unroll). k_unroll: how far the k loop unrolls. A thread owns thread_m x thread_n elements of C, spaced
+# a block's width (height) of threads apart. For the argmax the k depth must
+# equal the tuned kernel's: both keep each k-tile's maximum and the first tile
+# that beats the running one, so C and the index come out bit-identical.
+QUICK_TILES = {
+    Op.GEMM: {
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (64, 64, 16, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
+    },
+    Op.GEMM_ARGMAX: {
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (64, 64, 16, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
+    },
+    Op.GEMM_BATCHED: {
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (64, 64, 16, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        XX model of first use (README, "First use"): a call that the quick
+# kernel would take longer to run than the tuned compile has left waits for
+# the tuned kernel. Quick rate: MACs per nanosecond (1 T MAC/s = 1000) the
+# quick kernel is expected to reach on a large product, per element type;
+# predictions for an H100 from the calibration of issue 15 (8.06 T for f32
+# MaxPlus), kept below it so the model errs towards waiting.
+QUICK_MACS_PER_NS = {Type.F32: 6000.0, Type.I32: 1500.0, Type.F64: 2500.0, Type.I64: 600.0}
+
+# Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
+# fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
+TUNED_COMPILE_MS = {Op.GEMM: 900.0, Op.GEMM_ARGMAX: 1000.0, Op.GEMM_BATCHED: 800.0}
+
+
+def quick_name(kernel):
+    """Symbol of a kernel's quick fragment: the tuned name with a _quick suffix."""
+    return kernel.name + "_quick"
+
+
+def quick_launch(kernel):
+    """Launch geometry of a kernel's quick fragment (same keys as launch()),
+    or None for a kernel with one tier."""
+    tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
+    if tiles is None:
+        return None
+    tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
+    block_x, block_y = tile_n // thread_n, tile_m // thread_m
+    threads = block_x * block_y
+    assert tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
+    assert threads % 32 == 0 and block_x % 16 == 0, kernel.name
+    # Every thread stages the same number of elements of each operand tile.
+    assert (tile_m * tile_k) % threads == 0 and (tile_n * tile_k) % threads == 0, kernel.name
+    if kernel.op == Op.GEMM_ARGMAX:
+        assert tile_k == launch(kernel)["tile_k"], kernel.name
+    return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
+            "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
+            "k_unroll": k_unroll}
