@@ -189,19 +189,19 @@ GEMM_TILES = {
         Type.F32: (128, 128, 16, 8, 8, 2),
         Type.I32: (128, 128, 8, 8, 8, 2),
         Type.F64: (128, 64, 8, 8, 4, 2),
-        Type.I64: (32, 32, 8, 2, 2, 1),
+        Type.I64: (64, 64, 8, 4, 4, 2),
     },
     Op.GEMM_ARGMAX: {
-        Type.F32: (64, 64, 16, 4, 4, 1),
-        Type.I32: (64, 64, 16, 4, 4, 1),
-        Type.F64: (64, 64, 8, 4, 4, 1),
-        Type.I64: (32, 32, 8, 2, 2, 1),
+        Type.F32: (64, 64, 16, 4, 4, 2),
+        Type.I32: (64, 64, 16, 4, 4, 2),
+        Type.F64: (64, 64, 8, 4, 4, 2),
+        Type.I64: (64, 64, 8, 4, 4, 2),
     },
     Op.GEMM_BATCHED: {
         Type.F32: (64, 64, 16, 4, 4, 4),
         Type.I32: (64, 64, 16, 4, 4, 4),
-        Type.F64: (64, 64, 8, 4, 4, 1),
-        Type.I64: (32, 32, 8, 2, 2, 1),
+        Type.F64: (64, 64, 8, 4, 4, 2),
+        Type.I64: (64, 64, 8, 4, 4, 2),
     },
 }
 
@@ -251,8 +251,9 @@ class Tier(enum.Enum):
 
 
 # Quick tiling, per operation and element type: (tile_m, tile_n, tile_k,
-# thread_m, thread_n, k_unroll). k_unroll: how far the k loop unrolls. A thread owns thread_m x thread_n elements of C, spaced
-# a block's width (height) of threads apart. For the argmax the k depth must
+# thread_m, thread_n, k_unroll): a thread owns thread_m x thread_n elements
+# of C, spaced a block's width (height) of threads apart; the k loop unrolls
+# k_unroll times. For the argmax the k depth must
 # equal the tuned kernel's: both keep each k-tile's maximum and the first tile
 # that beats the running one, so C and the index come out bit-identical.
 QUICK_TILES = {
@@ -272,7 +273,11 @@ QUICK_TILES = {
         Type.F32: (64, 64, 16, 4, 4, 1),
         Type.I32: (64, 64, 16, 4, 4, 1),
         Type.F64: (64, 64, 8, 4, 4, 1),
-        XX model of first use (README, "First use"): a call that the quick
+        Type.I64: (32, 32, 8, 2, 2, 1),
+    },
+}
+
+# The cost model of first use (README, "First use"): a call that the quick
 # kernel would take longer to run than the tuned compile has left waits for
 # the tuned kernel. Quick rate: MACs per nanosecond (1 T MAC/s = 1000) the
 # quick kernel is expected to reach on a large product, per element type;
