@@ -9,10 +9,14 @@ namespace tropical::jit::exit_guard {
 namespace {
 
 // Why exit waits: NVRTC's exit handlers free state that a compile running on
-// another thread still uses. Measured on the 2-core machine: a process whose
-// main() returned while a detached thread was inside nvrtcCompileProgram
-// crashed (SIGSEGV or SIGABRT) in 7 of 33 runs; with a handler that waits for
-// the compile, registered after the first compile, in 0 of 78.
+// another thread still uses. Measured on the 2-core machine (a tuned gemm
+// fragment, ~0.9 s, compiled on a detached thread; main() returning 0-700 ms
+// into it): with no handler, 7 of 33 processes crashed (SIGSEGV or SIGABRT);
+// after a first compile on the main thread and no handler, 1 of 30; with a
+// handler that waits for the compile, registered after a first compile, 0 of
+// 78 (registered before NVRTC was loaded: every one crashed, as NVRTC's
+// handlers then run first). Hence: compile() is guarded and arms the handler
+// after the first compile, and a background compile is never the first.
 struct State {
   std::mutex mutex;
   std::condition_variable idle;
