@@ -14,7 +14,7 @@ jit::Registry& registry() {
   static jit::Registry* const instance = [] {
     jit::TierConfig tiers;
     tiers.table = catalog::kTiers;
-    tiers.enabled = jit::tiered_from_env();
+    tiers.mode = jit::tier_mode_from_env();
     return new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
   }();
   return *instance;

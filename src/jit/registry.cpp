@@ -100,7 +100,7 @@ Registry::~Registry() {
 }
 
 bool Registry::tiered(std::uint32_t id) const noexcept {
-  return tiers_.enabled && id < tiers_.table.quick.size() && !tiers_.table.quick[id].source.empty();
+  return tiers_.mode != TierMode::kTunedOnly && id < tiers_.table.quick.size() && !tiers_.table.quick[id].source.empty();
 }
 
 const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
@@ -221,7 +221,8 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
 void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept {
   try {
     const int arch = tiers_.loader->arch(device);
-    if (tiered(id) && !tuned_available(id, arch)) {
+    const bool quick_only = tiers_.mode == TierMode::kQuickOnly;
+    if (tiered(id) && (quick_only || !tuned_available(id, arch))) {
       try {
         slot.quick = load(id, device, arch, Tier::kQuick, slot.quick_module);
         slot.first_call_ns = now_ns();
@@ -237,6 +238,7 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
           if (!tiers_.compiler) prepare_compiler();
         } catch (...) {
         }
+        if (tiers_.mode == TierMode::kQuickOnly) return;
         exit_guard::arm(exit_guard::After::kDriver);
         const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
           const exit_guard::Scope guard;
@@ -267,7 +269,7 @@ const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& r
   std::call_once(slot.once, [&]() noexcept { first_use(id, device, slot); });
   if (slot.error) std::rethrow_exception(slot.error);
   const Resolved* current = slot.current.load(std::memory_order_acquire);
-  if (current->tier == Tier::kTuned) return *current;
+  if (current->tier == Tier::kTuned || tiers_.mode == TierMode::kQuickOnly) return *current;
   // The quick kernel serves unless this call must not take it (the checks
   // cost a driver call, on this path only: until the tuned kernel is published).
   const bool quick_ok = request.allow_quick && !tiers_.loader->capturing(request.stream);

@@ -7,12 +7,13 @@
 
 namespace tropical::jit {
 
-bool tiered_from_env() noexcept {
+TierMode tier_mode_from_env() noexcept {
   const char* value = std::getenv("TROPICAL_TIERED");
-  if (value == nullptr) return true;
+  if (value == nullptr) return TierMode::kTiered;
   std::string v(value);
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return !(v == "0" || v == "false" || v == "no" || v == "off");
+  if (v == "0" || v == "false" || v == "no" || v == "off") return TierMode::kTunedOnly;
+  return v == "quick" ? TierMode::kQuickOnly : TierMode::kTiered;
 }
 
 bool quick_takes_longer(const TierCost& cost, double macs, std::int64_t waited_ns) noexcept {

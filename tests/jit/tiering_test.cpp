@@ -90,10 +90,10 @@ CacheConfig no_disk() {
   return config;
 }
 
-TierConfig fake_tiers(FakeCompiler& compiler, bool enabled = true) {
+TierConfig fake_tiers(FakeCompiler& compiler, TierMode mode = TierMode::kTiered) {
   TierConfig tiers;
   tiers.table = kTable;
-  tiers.enabled = enabled;
+  tiers.mode = mode;
   tiers.loader = std::make_shared<FakeLoader>();
   tiers.compiler = compiler.fn();
   return tiers;
@@ -221,11 +221,20 @@ TEST(Tiering, failed_tuned_compile_leaves_the_quick_kernel_serving_and_capture_g
 
 TEST(Tiering, tiering_off_compiles_the_tuned_kernel_at_first_use) {
   FakeCompiler compiler;
-  Registry registry(kTuned, no_disk(), fake_tiers(compiler, false));
+  Registry registry(kTuned, no_disk(), fake_tiers(compiler, TierMode::kTunedOnly));
   EXPECT_EQ(registry.kernel(0, 0).tier, Tier::kTuned);
   EXPECT_EQ(compiler.quick, 0);
   EXPECT_EQ(compiler.tuned, 1);
   EXPECT_EQ(registry.stats()[0].background_compiles, 0u);
+}
+
+TEST(Tiering, quick_only_mode_serves_the_quick_kernel_and_never_compiles_the_tuned_one) {
+  FakeCompiler compiler;
+  Registry registry(kTuned, no_disk(), fake_tiers(compiler, TierMode::kQuickOnly));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(registry.kernel(0, 0, Request{1e15, kCapturing, true}).tier, Tier::kQuick);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(compiler.quick, 1);
+  EXPECT_EQ(compiler.tuned, 0);
 }
 
 TEST(Tiering, tropical_tiered_0_turns_tiering_off) {
@@ -233,14 +242,16 @@ TEST(Tiering, tropical_tiered_0_turns_tiering_off) {
   const std::string before = saved ? saved : "";
   for (const char* off : {"0", "false", "No", "OFF"}) {
     setenv("TROPICAL_TIERED", off, 1);
-    EXPECT_FALSE(tiered_from_env()) << off;
+    EXPECT_EQ(tier_mode_from_env(), TierMode::kTunedOnly) << off;
   }
   for (const char* on : {"1", "yes", "", "on"}) {
     setenv("TROPICAL_TIERED", on, 1);
-    EXPECT_TRUE(tiered_from_env()) << on;
+    EXPECT_EQ(tier_mode_from_env(), TierMode::kTiered) << on;
   }
+  setenv("TROPICAL_TIERED", "Quick", 1);
+  EXPECT_EQ(tier_mode_from_env(), TierMode::kQuickOnly);
   unsetenv("TROPICAL_TIERED");
-  EXPECT_TRUE(tiered_from_env());
+  EXPECT_EQ(tier_mode_from_env(), TierMode::kTiered);
   if (saved != nullptr) setenv("TROPICAL_TIERED", before.c_str(), 1);
 }
 

@@ -136,7 +136,7 @@ class Registry {
   /// The disk-cache key of kernel `id` (of one tier) for sm_<arch>; computing it loads no NVRTC.
   CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
 
-  /// True if kernel `id` has a quick tier and tiering is on.
+  /// True if kernel `id` has a quick tier and the mode is not kTunedOnly.
   bool tiered(std::uint32_t id) const noexcept;
 
  private:

@@ -57,6 +57,14 @@ struct Request {
   bool allow_quick = true;    ///< false: the tuned kernel only (waits for it)
 };
 
+/// How first use treats kernels that have a quick tier.
+enum class TierMode : std::uint8_t {
+  kTiered,     ///< the quick kernel serves until the tuned one is loaded (the default)
+  kTunedOnly,  ///< first use compiles the tuned kernel, as with one tier (TROPICAL_TIERED=0)
+  kQuickOnly,  ///< the quick kernel serves every call and the tuned one is never compiled
+               ///< (TROPICAL_TIERED=quick; for testing and measuring the quick tier)
+};
+
 /// Compiles a fragment for sm_<arch>; jit::compile unless a test substitutes its own.
 using Compiler = std::function<CompiledImage(const KernelSource&, int arch)>;
 
@@ -64,14 +72,15 @@ using Compiler = std::function<CompiledImage(const KernelSource&, int arch)>;
 /// threads, through which driver and compiler. The defaults give one tier.
 struct TierConfig {
   TierTable table;                       ///< the quick tier (empty: one tier)
-  bool enabled = true;                   ///< false: first use compiles the tuned kernel, as with one tier
+  TierMode mode = TierMode::kTiered;     ///< what first use does
   unsigned background_threads = 0;       ///< tuned compiles at once (0: one per spare core, at least 1)
   std::shared_ptr<DeviceLoader> loader;  ///< null: the CUDA driver
   Compiler compiler;                     ///< null: jit::compile
 };
 
-/// False if TROPICAL_TIERED is "0", "false", "no" or "off" (any case), else true; never throws.
-bool tiered_from_env() noexcept;
+/// TROPICAL_TIERED: "0", "false", "no" or "off" (any case) give kTunedOnly,
+/// "quick" gives kQuickOnly, anything else or unset kTiered; never throws.
+TierMode tier_mode_from_env() noexcept;
 
 /// Whether a call of `macs` multiply-adds should wait for the tuned kernel:
 /// true if the quick kernel (at cost.quick_macs_per_ns) would run longer than
