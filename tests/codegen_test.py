@@ -41,7 +41,7 @@ class CodegenTest(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_two_runs_give_byte_identical_files(self):
-        for rel in ["catalog.hpp", "catalog_sources.hpp"] + [
+        for rel in ["catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"] + [
                 os.path.join("fragments", n) for n in os.listdir(os.path.join(self.out1, "fragments"))]:
             self.assertTrue(filecmp.cmp(os.path.join(self.out1, rel), os.path.join(self.out2, rel),
                                         shallow=False), rel)
@@ -79,6 +79,20 @@ class CodegenTest(unittest.TestCase):
             with open(os.path.join(self.out1, "fragments", k.name + ".cu"), "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             self.assertIn(f'"{digest}"', self.sources)
+
+    def test_every_product_has_a_quick_fragment_and_backward_has_none(self):
+        with open(os.path.join(self.out1, "catalog_tiers.hpp"), encoding="utf-8") as f:
+            tiers = f.read()
+        for k in spec.catalog():
+            path = os.path.join(self.out1, "fragments", spec.quick_name(k) + ".cu")
+            self.assertEqual(os.path.exists(path), k.op in spec.QUICK_TILES, k.name)
+            if k.op in spec.QUICK_TILES:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                self.assertNotIn("#include", text)
+                self.assertEqual(text.count('extern "C" __global__'), 1)
+                self.assertIn(spec.quick_name(k) + "(", text)
+                self.assertIn(f'"{spec.quick_name(k)}"', tiers)
 
     def test_hana_map_has_one_entry_per_kernel(self):
         self.assertEqual(self.header.count("boost::hana::make_pair("), len(spec.catalog()))

@@ -208,7 +208,8 @@ int cmd_warm(int argc, char** argv) {
     std::puts("usage: tropical warm [--arch sm_XY] [-j THREADS] (--all | NAME...)\n\n"
               "Compiles kernels into the disk cache for the arch (default: GPU 0's, else sm_90),\n"
               "on every core unless -j says otherwise. Needs no GPU. A progress bar on a\n"
-              "terminal, one line per kernel otherwise.");
+              "terminal, one line per kernel otherwise. Tuned kernels only: with them on\n"
+              "disk a program never uses the quick tier.");
     return kExitOk;
   }
   if (args.has("--all") == !args.words().empty()) throw UsageError{"warm wants --all or kernel names (not both)"};
@@ -347,6 +348,7 @@ int cmd_gemm(int argc, char** argv) {
     const auto c = dc.download(static_cast<std::size_t>(rows * n));
     const std::size_t bad = compare_rows<S, T>(a, b, c, rows, n, k);
     const char* how = after.compiles > before.compiles ? "compiled by NVRTC" : (after.disk_hits > before.disk_hits ? "read from disk cache" : "already in memory");
+    if (after.quick_calls > before.quick_calls) how = after.quick_compiles > before.quick_compiles ? "quick tier, compiled by NVRTC; tuned compiling in the background" : "quick tier; tuned compiling in the background";
     std::printf("%s %s %" PRId64 "x%" PRId64 "x%" PRId64 " on sm_%d\n", S::kName.data(), args.get("--type", "f32").c_str(), m, n, k,
                 device_arch(0));
     std::printf("  first call  %10.3f ms  (kernel %s, loaded in %.3f ms)\n", first, how,
