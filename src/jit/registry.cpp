@@ -208,7 +208,11 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
   std::call_once(slot.tuned_once, [&]() noexcept {
     try {
       slot.tuned = load(id, device, tiers_.loader->arch(device), Tier::kTuned, slot.tuned_module);
-      slot.current.store(&slot.tuned, std::memory_order_release);
+      // In kQuickOnly the quick kernel stays published; the tuned one serves
+      // only the calls that allow nothing else.
+      if (tiers_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
+        slot.current.store(&slot.tuned, std::memory_order_release);
+      }
       if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
         counters_[id].first_to_tuned_ns = static_cast<std::uint64_t>(now_ns() - first);
       }
@@ -269,12 +273,13 @@ const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& r
   std::call_once(slot.once, [&]() noexcept { first_use(id, device, slot); });
   if (slot.error) std::rethrow_exception(slot.error);
   const Resolved* current = slot.current.load(std::memory_order_acquire);
-  if (current->tier == Tier::kTuned || tiers_.mode == TierMode::kQuickOnly) return *current;
+  if (current->tier == Tier::kTuned) return *current;
   // The quick kernel serves unless this call must not take it (the checks
   // cost a driver call, on this path only: until the tuned kernel is published).
-  const bool quick_ok = request.allow_quick && !tiers_.loader->capturing(request.stream);
+  const bool quick_only = tiers_.mode == TierMode::kQuickOnly;
+  const bool quick_ok = request.allow_quick && (quick_only || !tiers_.loader->capturing(request.stream));
   const std::int64_t waited = now_ns() - slot.first_call_ns.load();
-  if (quick_ok && !quick_takes_longer(tiers_.table.cost[id], request.macs, waited)) {
+  if (quick_ok && (quick_only || !quick_takes_longer(tiers_.table.cost[id], request.macs, waited))) {
     ++counters_[id].quick_calls;
     return *current;
   }

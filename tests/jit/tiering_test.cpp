@@ -235,6 +235,10 @@ TEST(Tiering, quick_only_mode_serves_the_quick_kernel_and_never_compiles_the_tun
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(compiler.quick, 1);
   EXPECT_EQ(compiler.tuned, 0);
+  // function() promises the tuned kernel: it gets it, and the quick one stays published.
+  EXPECT_EQ(registry.function(0, 0), reinterpret_cast<CUfunction>(&g_tuned_token));
+  EXPECT_EQ(registry.kernel(0, 0).tier, Tier::kQuick);
+  EXPECT_EQ(compiler.tuned, 1);
 }
 
 TEST(Tiering, tropical_tiered_0_turns_tiering_off) {

@@ -61,8 +61,9 @@ struct Request {
 enum class TierMode : std::uint8_t {
   kTiered,     ///< the quick kernel serves until the tuned one is loaded (the default)
   kTunedOnly,  ///< first use compiles the tuned kernel, as with one tier (TROPICAL_TIERED=0)
-  kQuickOnly,  ///< the quick kernel serves every call and the tuned one is never compiled
-               ///< (TROPICAL_TIERED=quick; for testing and measuring the quick tier)
+  kQuickOnly,  ///< the quick kernel serves every call that allows it, graph capture and the
+               ///< cost model ignored, and the tuned one is compiled only for calls that
+               ///< allow nothing else (TROPICAL_TIERED=quick; for testing and measuring)
 };
 
 /// Compiles a fragment for sm_<arch>; jit::compile unless a test substitutes its own.
