@@ -236,13 +236,13 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
         slot.first_call_ns = 0;
       }
       if (slot.current.load() != nullptr) {
+        if (quick_only) return;
         // A background compile must never be NVRTC's first in the process
         // (see exit_guard.cpp); a failure here shows again in the tuned compile.
         try {
           if (!tiers_.compiler) prepare_compiler();
         } catch (...) {
         }
-        if (tiers_.mode == TierMode::kQuickOnly) return;
         exit_guard::arm(exit_guard::After::kDriver);
         const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
           const exit_guard::Scope guard;
