@@ -11,16 +11,12 @@
 
 #include "tropical/error.hpp"
 #include "tropical/jit/exit_guard.hpp"
+#include "tropical/jit/storage/io.hpp"
 
 namespace tropical::jit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint64_t nanoseconds_since(Clock::time_point start) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
-}
 
 /// Steady-clock time in ns; never 0 (0 marks "not set" in the slots).
 std::int64_t now_ns() {
@@ -61,12 +57,12 @@ struct Registry::Counters {
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
-      tiers_(std::move(tiers)),
-      disk_(std::make_unique<DiskCache>(std::move(cache))),
+      tier_config_(std::move(tiers)),
+      tiers_(std::make_unique<Tiers>(cache)),
       functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       counters_(std::make_unique<Counters[]>(catalog.size())),
       images_(std::make_unique<ImageTable>()),
-      pool_(std::make_unique<BackgroundPool>(tiers_.background_threads)) {
+      pool_(std::make_unique<BackgroundPool>(tier_config_.background_threads)) {
   for (std::size_t i = 0; i < catalog_.size(); ++i) {
     if (catalog_[i].id != i) {
       throw InvalidArgument("tropical: catalog entry " + std::to_string(i) + " (" +
@@ -74,16 +70,16 @@ Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
                             std::to_string(catalog_[i].id));
     }
   }
-  const TierTable& t = tiers_.table;
+  const TierTable& t = tier_config_.table;
   if (!t.quick.empty() && (t.quick.size() != catalog_.size() || t.tuned_launch.size() != catalog_.size() ||
                            t.quick_launch.size() != catalog_.size() || t.cost.size() != catalog_.size())) {
     throw InvalidArgument("tropical: the tier table does not have one entry per kernel");
   }
-  if (!tiers_.loader) tiers_.loader = driver_loader();
+  if (!tier_config_.loader) tier_config_.loader = driver_loader();
 }
 
 CompiledImage Registry::run_compiler(const KernelSource& kernel, int arch) const {
-  return tiers_.compiler ? tiers_.compiler(kernel, arch) : compile(kernel, arch);
+  return tier_config_.compiler ? tier_config_.compiler(kernel, arch) : compile(kernel, arch);
 }
 
 Registry::~Registry() {
@@ -94,13 +90,13 @@ Registry::~Registry() {
   for (std::size_t i = 0; i < catalog_.size() * kMaxDevices; ++i) {
     const int device = static_cast<int>(i % kMaxDevices);
     for (CUmodule module : {functions_[i].quick_module, functions_[i].tuned_module}) {
-      if (module != nullptr) tiers_.loader->unload(device, module);
+      if (module != nullptr) tier_config_.loader->unload(device, module);
     }
   }
 }
 
 bool Registry::tiered(std::uint32_t id) const noexcept {
-  return tiers_.mode != TierMode::kTunedOnly && id < tiers_.table.quick.size() && !tiers_.table.quick[id].source.empty();
+  return tier_config_.mode != TierMode::kTunedOnly && id < tier_config_.table.quick.size() && !tier_config_.table.quick[id].source.empty();
 }
 
 const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
@@ -108,10 +104,10 @@ const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
     throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
   }
   if (tier == Tier::kTuned) return catalog_[id];
-  if (id >= tiers_.table.quick.size() || tiers_.table.quick[id].source.empty()) {
+  if (id >= tier_config_.table.quick.size() || tier_config_.table.quick[id].source.empty()) {
     throw InvalidArgument("tropical: kernel " + std::string(catalog_[id].name) + " has no quick tier");
   }
-  return tiers_.table.quick[id];
+  return tier_config_.table.quick[id];
 }
 
 CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
@@ -130,13 +126,15 @@ Registry::ImageSlot& Registry::image_slot(std::uint32_t id, int arch, Tier tier)
 const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
   const KernelSource& kernel = source(id, tier);
   ImageSlot& slot = image_slot(id, arch, tier);
+  bool ran = false;
   // Nothing may leave a call_once callable by exception: the slot keeps the
   // image or the error, and every caller rethrows it outside.
   std::call_once(slot.once, [&]() noexcept {
+    ran = true;
     try {
       Counters& counters = counters_[id];
       bool compiled = false;
-      slot.image = disk_->get_or_compile(
+      slot.image = tiers_->get_or_compile(
           cache_key(id, arch, tier),
           [&] {
             const auto start = Clock::now();
@@ -162,6 +160,10 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
     }
     slot.done.store(true, std::memory_order_release);
   });
+  if (!ran && slot.image) {
+    log_line(tiers_->log(), LogLevel::kDebug,
+             std::string(kernel.name) + " sm_" + std::to_string(arch) + ": memory hit");
+  }
   if (slot.error) std::rethrow_exception(slot.error);
   return *slot.image;
 }
@@ -169,8 +171,8 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
 bool Registry::tuned_available(std::uint32_t id, int arch) {
   ImageSlot& slot = image_slot(id, arch, Tier::kTuned);
   if (slot.done.load(std::memory_order_acquire)) return !slot.error;
-  // A look at the disk that never compiles and never waits for a writer.
-  std::optional<CompiledImage> found = disk_->load(cache_key(id, arch));
+  // A look through every persistent tier that never compiles and never waits for a writer.
+  std::optional<CompiledImage> found = tiers_->find(cache_key(id, arch));
   if (!found) return false;
   std::call_once(slot.once, [&]() noexcept {
     slot.image = std::move(found);
@@ -193,24 +195,24 @@ Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmod
       counters_[id].compile_ns += nanoseconds_since(compile_start);
       return compiled;
     };
-    return disk_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
+    return tiers_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
   };
-  const LoadedModule loaded = tiers_.loader->load(device, img, std::string(source(id, tier).name), fetch_ptx);
+  const LoadedModule loaded = tier_config_.loader->load(device, img, std::string(source(id, tier).name), fetch_ptx);
   module = loaded.module;
   Counters& counters = counters_[id];
   ++counters.loads;
   counters.load_ns += nanoseconds_since(start);
-  const auto& shapes = tier == Tier::kQuick ? tiers_.table.quick_launch : tiers_.table.tuned_launch;
+  const auto& shapes = tier == Tier::kQuick ? tier_config_.table.quick_launch : tier_config_.table.tuned_launch;
   return Resolved{loaded.function, id < shapes.size() ? shapes[id] : LaunchShape{}, tier};
 }
 
 void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) noexcept {
   std::call_once(slot.tuned_once, [&]() noexcept {
     try {
-      slot.tuned = load(id, device, tiers_.loader->arch(device), Tier::kTuned, slot.tuned_module);
+      slot.tuned = load(id, device, tier_config_.loader->arch(device), Tier::kTuned, slot.tuned_module);
       // In kQuickOnly the quick kernel stays published; the tuned one serves
       // only the calls that allow nothing else.
-      if (tiers_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
+      if (tier_config_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
         slot.current.store(&slot.tuned, std::memory_order_release);
       }
       if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
@@ -224,8 +226,8 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
 
 void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept {
   try {
-    const int arch = tiers_.loader->arch(device);
-    const bool quick_only = tiers_.mode == TierMode::kQuickOnly;
+    const int arch = tier_config_.loader->arch(device);
+    const bool quick_only = tier_config_.mode == TierMode::kQuickOnly;
     if (tiered(id) && (quick_only || !tuned_available(id, arch))) {
       try {
         slot.quick = load(id, device, arch, Tier::kQuick, slot.quick_module);
@@ -240,7 +242,7 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
         // A background compile must never be NVRTC's first in the process
         // (see exit_guard.cpp); a failure here shows again in the tuned compile.
         try {
-          if (!tiers_.compiler) prepare_compiler();
+          if (!tier_config_.compiler) prepare_compiler();
         } catch (...) {
         }
         exit_guard::arm(exit_guard::After::kDriver);
@@ -266,7 +268,7 @@ const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& r
   if (id >= catalog_.size()) {
     throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
   }
-  if (device < 0 || device >= kMaxDevices || device >= tiers_.loader->device_count()) {
+  if (device < 0 || device >= kMaxDevices || device >= tier_config_.loader->device_count()) {
     throw InvalidArgument("tropical: device " + std::to_string(device) + " does not exist");
   }
   FunctionSlot& slot = functions_[id * kMaxDevices + device];
@@ -276,10 +278,10 @@ const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& r
   if (current->tier == Tier::kTuned) return *current;
   // The quick kernel serves unless this call must not take it (the checks
   // cost a driver call, on this path only: until the tuned kernel is published).
-  const bool quick_only = tiers_.mode == TierMode::kQuickOnly;
-  const bool quick_ok = request.allow_quick && (quick_only || !tiers_.loader->capturing(request.stream));
+  const bool quick_only = tier_config_.mode == TierMode::kQuickOnly;
+  const bool quick_ok = request.allow_quick && (quick_only || !tier_config_.loader->capturing(request.stream));
   const std::int64_t waited = now_ns() - slot.first_call_ns.load();
-  if (quick_ok && (quick_only || !quick_takes_longer(tiers_.table.cost[id], request.macs, waited))) {
+  if (quick_ok && (quick_only || !quick_takes_longer(tier_config_.table.cost[id], request.macs, waited))) {
     ++counters_[id].quick_calls;
     return *current;
   }

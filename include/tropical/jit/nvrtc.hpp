@@ -54,6 +54,11 @@ bool nvrtc_compiled() noexcept;
 /// would be registered after the exit guard's). Throws like compile().
 void prepare_compiler();
 
+/// The sm_XY targets (10 * major + minor, ascending) that the NVRTC compile()
+/// uses can compile for, as nvrtcGetSupportedArchs reports them; loads
+/// libnvrtc. Thread-safe. Throws Unavailable.
+std::vector<int> supported_archs();
+
 /// True once this process has loaded libnvrtc (through compile or nvrtc_version).
 bool nvrtc_loaded() noexcept;
 
