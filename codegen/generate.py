@@ -36,6 +36,7 @@ QUICK_TEMPLATE = {
     spec.Op.GEMM: "gemm_quick.cu.j2",
     spec.Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
     spec.Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
+    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
 }
 
 ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}

@@ -383,8 +383,13 @@ QUICK_TILES = {
         Type.I32: (32, 32, 16, 2, 2, 1),
         Type.F64: (64, 64, 8, 4, 4, 1),
         Type.I64: (32, 32, 8, 2, 2, 1),
+        Type.U8: (64, 64, 16, 4, 4, 1),
     },
 }
+QUICK_TILES[Op.GEMM][Type.U8] = (64, 64, 16, 4, 4, 1)
+QUICK_TILES[Op.GEMM_ARGMAX][Type.U8] = (32, 32, 16, 2, 2, 1)
+# The batched argmax has the argmax's tuned tiles (same k depth), so the same quick ones.
+QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
 
 # The cost model of first use (README, "First use"): a call that the quick
 # kernel would take longer to run than the tuned compile has left waits for
@@ -392,11 +397,33 @@ QUICK_TILES = {
 # quick kernel is expected to reach on a large product, per element type;
 # predictions for an H100 from the calibration of issue 15 (8.06 T for f32
 # MaxPlus), kept below it so the model errs towards waiting.
-QUICK_MACS_PER_NS = {Type.F32: 6000.0, Type.I32: 1000.0, Type.F64: 2500.0, Type.I64: 400.0}
+# AndOr bytes: not measured yet; the i32 rate (one byte staged per load, and
+# the or/and as cheap as an add-and-max), so the model errs towards waiting.
+QUICK_MACS_PER_NS = {Type.F32: 6000.0, Type.I32: 1000.0, Type.F64: 2500.0, Type.I64: 400.0, Type.U8: 1000.0}
 
 # Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
 # fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
-TUNED_COMPILE_MS = {Op.GEMM: 900.0, Op.GEMM_ARGMAX: 1000.0, Op.GEMM_BATCHED: 800.0}
+# The batched argmax: the argmax's loop with the batch loop around it (not yet measured).
+TUNED_COMPILE_MS = {Op.GEMM: 900.0, Op.GEMM_ARGMAX: 1000.0, Op.GEMM_BATCHED: 800.0,
+                    Op.GEMM_BATCHED_ARGMAX: 1000.0}
+
+
+# The small-tile variants of the batched products (SMALL_TILES) get a quick
+# tier too: their tuned fragments compile no faster than the default tile's
+# (sm_90, the 2-core machine under load: 16x16 1.3-1.6 s, 32x32 f64 1.8 s,
+# the 64x64 f32 with 8 x 8 per thread 6.5 s; the default 1.2-1.4 s). Their
+# quick tile is the variant's own m x n (one block per product of the batch,
+# as the tuned variant), the quick k depth of the op and type, and
+# tile_n / 16 elements per thread each way, doubled along m until every
+# thread stages whole elements.
+def quick_small_tile(kernel):
+    tile_m, tile_n = kernel.tile.tile_m, kernel.tile.tile_n
+    tile_k = QUICK_TILES[kernel.op][kernel.type][2]
+    thread_n = max(1, tile_n // 16)
+    thread_m = thread_n
+    while (tile_m * tile_k) % ((tile_m // thread_m) * (tile_n // thread_n)) != 0:
+        thread_m *= 2
+    return (tile_m, tile_n, tile_k, thread_m, thread_n, 1)
 
 
 def quick_name(kernel):
@@ -410,6 +437,8 @@ def quick_launch(kernel):
     tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
     if tiles is None:
         return None
+    if kernel.tile is not None:
+        tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
     threads = block_x * block_y
@@ -417,7 +446,7 @@ def quick_launch(kernel):
     assert threads % 32 == 0 and block_x % 16 == 0, kernel.name
     # Every thread stages the same number of elements of each operand tile.
     assert (tile_m * tile_k) % threads == 0 and (tile_n * tile_k) % threads == 0, kernel.name
-    if kernel.op == Op.GEMM_ARGMAX:
+    if kernel.op in ARGMAX_OPS:
         assert tile_k == launch(kernel)["tile_k"], kernel.name
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,

@@ -94,6 +94,32 @@ class CodegenTest(unittest.TestCase):
                 self.assertIn(spec.quick_name(k) + "(", text)
                 self.assertIn(f'"{spec.quick_name(k)}"', tiers)
 
+    def test_quick_fragments_take_the_tuned_parameters_and_semiring(self):
+        def fragment(name):
+            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+                return f.read()
+
+        def parameters(text, name):
+            m = re.search(re.escape(name) + r"\((.*?)\)\s*\{", text, re.S)
+            self.assertIsNotNone(m, name)
+            return " ".join(m.group(1).split())
+
+        for k in spec.catalog():
+            if k.op not in spec.QUICK_TILES:
+                continue
+            quick = spec.quick_name(k)
+            self.assertEqual(parameters(fragment(quick), quick), parameters(fragment(k.name), k.name), k.name)
+        maxmin = fragment("tropical_gemm_maxmin_f32_quick")
+        self.assertIn("min.NaN.f32", maxmin)
+        self.assertIn("tropical_finish(", maxmin)
+        andor = fragment("tropical_gemm_batched_argmax_andor_u8_quick")
+        self.assertIn("(value_t)(x != 0)", andor)
+        self.assertIn("tropical_stage(x[", andor)
+        self.assertIn("tropical_quick_store_argmax(argmax + p * stride_argmax", andor)
+        small = fragment("tropical_gemm_batched_maxplus_f64_16x16_quick")
+        self.assertIn("constexpr int kTileM = 16;", small)
+        self.assertIn("constexpr int kTileK = 8;", small)
+
     def test_hana_map_has_one_entry_per_op_semiring_and_type(self):
         defaults = [k for k in spec.catalog() if not k.variant]
         self.assertEqual(self.header.count("boost::hana::make_pair("), len(defaults))

@@ -9,6 +9,7 @@
 
 #include "tropical/catalog_sources.hpp"
 #include "tropical/catalog_tiers.hpp"
+#include "tropical/gemm.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
 
@@ -26,10 +27,15 @@ class TierLauncher {
     return tier == jit::Tier::kQuick ? quick_.kernel(index, 0) : tuned_.kernel(index, 0);
   }
 
-  /// C = op(A) (x) op(B), asynchronously on `stream`.
+  /// C = alpha (x) (op(A) (x) op(B)) (+) beta (x) C as `scaling` says (default: C = the product),
+  /// asynchronously on `stream`.
   void gemm(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k, const void* a, long long lda,
-            const void* b, long long ldb, void* c, long long ldc, int ta = 0, int tb = 0, CUstream stream = nullptr) {
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb};
+            const void* b, long long ldb, void* c, long long ldc, int ta = 0, int tb = 0, CUstream stream = nullptr,
+            const detail::Scaling& scaling = {}) {
+    std::uint64_t alpha = 0, beta = 0;
+    int flags = scaling.flags;
+    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, element(scaling.alpha, alpha),
+                    element(scaling.beta, beta), &flags};
     launch(kernel(id, tier), m, n, 1, args, stream);
   }
 
@@ -44,13 +50,30 @@ class TierLauncher {
   /// The strided batch of products, asynchronously on `stream`.
   void gemm_batched(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k, const void* a,
                     long long lda, long long sa, const void* b, long long ldb, long long sb, void* c, long long ldc,
-                    long long sc, long long batch, CUstream stream = nullptr) {
+                    long long sc, long long batch, CUstream stream = nullptr, const detail::Scaling& scaling = {}) {
+    int ta = 0, tb = 0, flags = scaling.flags;
+    std::uint64_t alpha = 0, beta = 0;
+    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &batch,
+                    element(scaling.alpha, alpha), element(scaling.beta, beta), &flags};
+    launch(kernel(id, tier), m, n, batch, args, stream);
+  }
+
+  /// The strided batch of products with their argmax, asynchronously on `stream`.
+  void gemm_batched_argmax(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k,
+                           const void* a, long long lda, long long sa, const void* b, long long ldb, long long sb,
+                           void* c, long long ldc, long long sc, std::int32_t* argmax, long long ldx, long long sx,
+                           long long batch, CUstream stream = nullptr) {
     int ta = 0, tb = 0;
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &batch};
+    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
     launch(kernel(id, tier), m, n, batch, args, stream);
   }
 
  private:
+  // alpha or beta as the kernel's parameter: the caller's element, else an unused one of 8 zero bytes.
+  static void* element(const void* given, std::uint64_t& unused) {
+    return const_cast<void*>(given != nullptr ? given : static_cast<const void*>(&unused));
+  }
+
   static jit::TierConfig config(jit::TierMode mode) {
     jit::TierConfig tiers;
     tiers.table = catalog::kTiers;

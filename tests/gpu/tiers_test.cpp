@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <array>
 #include <vector>
 
 #include "tier_launch.hpp"
@@ -161,6 +163,98 @@ TYPED_TEST(GpuTiers, batched_quick_equals_reference_and_tuned) {
     launcher().gemm_batched(id, Tier::kQuick, m, n, k, da.get(), k, sa, db.get(), n, sb, quick.get(), n, sc, batch);
     launcher().gemm_batched(id, Tier::kTuned, m, n, k, da.get(), k, sa, db.get(), n, sb, tuned.get(), n, sc, batch);
     expect_same(quick.download(c_size), tuned.download(c_size), want, "gemm_batched " + std::to_string(batch));
+  }
+}
+
+/// quick and tuned are bit for bit the same.
+template <class T>
+void expect_bits(const std::vector<T>& quick, const std::vector<T>& tuned, const std::string& what) {
+  ASSERT_EQ(quick.size(), tuned.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < quick.size(); ++i) {
+    if (std::memcmp(&quick[i], &tuned[i], sizeof(T)) != 0 && differ++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " quick " << +quick[i] << " and tuned " << +tuned[i];
+    }
+  }
+  EXPECT_EQ(differ, 0u) << what;
+}
+
+// alpha and beta through the quick kernels' epilogue: every flag combination
+// the API makes, on gemm and gemm_batched, bit for bit the tuned kernel's.
+TYPED_TEST(GpuTiers, alpha_beta_quick_equals_tuned) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::mt19937_64 rng(9);
+  const long long m = 67, n = 45, k = 129, batch = 3;
+  const auto a = random_matrix<S, T>(static_cast<std::size_t>(m * k * batch), rng, true);
+  const auto b = random_matrix<S, T>(static_cast<std::size_t>(k * n * batch), rng, true);
+  const auto c0 = random_matrix<S, T>(static_cast<std::size_t>(m * n * batch), rng, true);
+  const T one = reference::one<S, T>(), zero = reference::zero<S, T>();
+  const T value = std::is_same_v<T, std::uint8_t> ? T(1) : T(3);
+  const std::vector<std::pair<T, T>> scalings = {{value, zero}, {one, value}, {value, value}, {one, one}, {value, one}};
+  DeviceBuffer<T> da(a), db(b);
+  for (const auto& [alpha, beta] : scalings) {
+    const detail::Scaling sc = detail::scaling<S, T>(alpha, beta);
+    const std::string what = " flags " + std::to_string(sc.flags);
+    std::vector<T> out[2], outb[2];
+    for (Tier tier : {Tier::kQuick, Tier::kTuned}) {
+      const int t = tier == Tier::kQuick ? 0 : 1;
+      DeviceBuffer<T> dc(c0), dcb(c0);
+      launcher().gemm(kernel_id<S, T, Op::kGemm>(), tier, m, n, k, da.get(), k, db.get(), n, dc.get(), n, 0, 0,
+                      nullptr, sc);
+      launcher().gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), tier, m, n, k, da.get(), k, m * k, db.get(), n,
+                              k * n, dcb.get(), n, m * n, batch, nullptr, sc);
+      out[t] = dc.download(c0.size());
+      outb[t] = dcb.download(c0.size());
+    }
+    std::vector<T> want(c0.begin(), c0.begin() + m * n);
+    reference::gemm<S, T>(Trans::kNo, Trans::kNo, m, n, k, alpha, a.data(), k, b.data(), n, beta, want.data(), n);
+    expect_same(std::vector<T>(out[0].begin(), out[0].begin() + m * n),
+                std::vector<T>(out[1].begin(), out[1].begin() + m * n), want, "gemm alpha/beta" + what);
+    expect_bits(outb[0], outb[1], "gemm_batched alpha/beta" + what);
+  }
+}
+
+// The batched argmax and the small-tile variants of the batched products
+// (each with its own quick kernel): quick bit for bit the tuned, C and index.
+TYPED_TEST(GpuTiers, batched_argmax_and_small_tiles_quick_equal_tuned) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::mt19937_64 rng(11);
+  for (const auto& [m, n, k, batch] :
+       std::vector<std::array<long long, 4>>{{7, 9, 13, 300}, {16, 16, 33, 40}, {31, 17, 33, 9}, {64, 64, 70, 5},
+                                             {129, 65, 33, 3}}) {
+    const long long sa = m * k + 5, sb = k * n, sc = m * n + 1;
+    const auto a = random_matrix<S, T>(static_cast<std::size_t>(sa * batch), rng, true);
+    const auto b = random_matrix<S, T>(static_cast<std::size_t>(sb * batch), rng, true);
+    const std::size_t c_size = static_cast<std::size_t>(sc * batch);
+    const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    DeviceBuffer<T> da(a), db(b);
+    const auto argmax_id = catalog::pick_tile(kernel_id<S, T, Op::kGemmBatchedArgmax>(), m, n);
+    const auto plain_id = catalog::pick_tile(kernel_id<S, T, Op::kGemmBatched>(), m, n);
+    std::vector<T> c[2], plain[2];
+    std::vector<std::int32_t> arg[2];
+    for (Tier tier : {Tier::kQuick, Tier::kTuned}) {
+      const int t = tier == Tier::kQuick ? 0 : 1;
+      DeviceBuffer<T> dc(std::vector<T>(c_size, T(3))), dp(std::vector<T>(c_size, T(3)));
+      DeviceBuffer<std::int32_t> darg(std::vector<std::int32_t>(c_size, 7));
+      launcher().gemm_batched_argmax(argmax_id, tier, m, n, k, da.get(), k, sa, db.get(), n, sb, dc.get(), n, sc,
+                                     darg.get(), n, sc, batch);
+      launcher().gemm_batched(plain_id, tier, m, n, k, da.get(), k, sa, db.get(), n, sb, dp.get(), n, sc, batch);
+      c[t] = dc.download(c_size);
+      plain[t] = dp.download(c_size);
+      arg[t] = darg.download(c_size);
+    }
+    const std::string name = std::string(catalog::kInfo[static_cast<std::size_t>(argmax_id)].name) + " " + what;
+    expect_bits(c[0], c[1], name + " values");
+    expect_bits(arg[0], arg[1], name + " indices");
+    expect_bits(plain[0], plain[1], std::string(catalog::kInfo[static_cast<std::size_t>(plain_id)].name) + " " + what);
+    std::vector<T> want(c_size, T(3));
+    std::vector<std::int32_t> want_arg(c_size, 7);
+    reference::gemm_batched_argmax<S, T>(Trans::kNo, Trans::kNo, m, n, k, a.data(), k, sa, b.data(), n, sb,
+                                         want.data(), n, sc, want_arg.data(), n, sc, batch);
+    expect_same(c[0], c[1], want, name + " values vs reference");
+    expect_same(arg[0], arg[1], want_arg, name + " indices vs reference");
   }
 }
 

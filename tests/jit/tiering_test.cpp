@@ -296,7 +296,9 @@ TEST(Tiering, a_process_with_the_tuned_image_on_disk_never_touches_the_quick_tie
 TEST(Tiering, the_real_catalog_has_a_quick_tier_for_every_product_and_none_for_backward) {
   for (std::size_t i = 0; i < catalog::kKernelCount; ++i) {
     const Op op = catalog::kInfo[i].op;
-    const bool product = op == Op::kGemm || op == Op::kGemmArgmax || op == Op::kGemmBatched;
+    // Every product op of every semiring, small-tile variants included.
+    const bool product =
+        op == Op::kGemm || op == Op::kGemmArgmax || op == Op::kGemmBatched || op == Op::kGemmBatchedArgmax;
     EXPECT_EQ(!catalog::kQuickKernels[i].source.empty(), product) << catalog::kInfo[i].name;
     EXPECT_EQ(catalog::kTierCost[i].quick_macs_per_ns > 0, product) << catalog::kInfo[i].name;
     if (product) {
