@@ -96,7 +96,13 @@ Registry::~Registry() {
 }
 
 bool Registry::tiered(std::uint32_t id) const noexcept {
-  return tier_config_.mode != TierMode::kTunedOnly && id < tier_config_.table.quick.size() && !tier_config_.table.quick[id].source.empty();
+  return tier_config_.mode != TierMode::kTunedOnly && has_tier(id, Tier::kQuick);
+}
+
+bool Registry::has_tier(std::uint32_t id, Tier tier) const noexcept {
+  if (id >= catalog_.size()) return false;
+  return tier == Tier::kTuned ||
+         (id < tier_config_.table.quick.size() && !tier_config_.table.quick[id].source.empty());
 }
 
 const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {

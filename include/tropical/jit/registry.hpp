@@ -146,6 +146,9 @@ class Registry {
   /// True if kernel `id` has a quick tier and the mode is not kTunedOnly.
   bool tiered(std::uint32_t id) const noexcept;
 
+  /// True if kernel `id` has a fragment of `tier` (whatever the mode): cache_key(id, arch, tier) is valid.
+  bool has_tier(std::uint32_t id, Tier tier) const noexcept;
+
  private:
   /// One (kernel, device): the published kernel, the error that stopped it,
   /// and both tiers' loads. `current` points at `quick` or `tuned`, each
