@@ -6,7 +6,9 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <string>
 
@@ -68,6 +70,29 @@ void BM_hot_lookup_global_registry(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_hot_lookup_global_registry)->ThreadRange(1, 16)->UseRealTime();
+
+// The lookup the products make (kernel() with a request) after the tiered
+// first use has swapped the tuned kernel in: the same one acquire load.
+void BM_hot_lookup_after_swap(benchmark::State& state) {
+  if (!jit::driver::available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  // A kernel the rows above do not use, so its first use is tiered.
+  const auto id = static_cast<std::uint32_t>(catalog::KernelId::kGemmMaxplusF64);
+  const jit::Request request{1e6, nullptr, true};
+  if (state.thread_index() == 0) {
+    registry().kernel(id, 0, request);  // first use: quick (or tuned from disk)
+    for (int i = 0; i < 60000 && registry().kernel(id, 0, request).tier != jit::Tier::kTuned; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(registry().kernel(id, 0, request).function);
+  }
+  state.counters["tuned"] = registry().kernel(id, 0, request).tier == jit::Tier::kTuned;
+}
+BENCHMARK(BM_hot_lookup_after_swap)->ThreadRange(1, 16)->UseRealTime();
 
 /// One float on GPU 0 for the per-call benchmarks.
 CUdeviceptr device_float() {

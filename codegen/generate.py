@@ -4,6 +4,7 @@
 Writes, into --outdir:
   catalog.hpp          semiring tags, Op, KernelId, launch info, Hana map
   catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
+  catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
@@ -30,6 +31,14 @@ OP_TEMPLATE = {
     spec.Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
 }
 
+# The quick tier's template per operation (ops with one tier have none).
+QUICK_TEMPLATE = {
+    spec.Op.GEMM: "gemm_quick.cu.j2",
+    spec.Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
+    spec.Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
+    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
+}
+
 ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}
 MUL_ENUM = {"add": "kAdd", "mul": "kMul", "min": "kMin", "max": "kMax", "and": "kAnd"}
 IDENTITY_ENUM = {"lowest": "kLowest", "highest": "kHighest", "zero": "kZero", "one": "kOne"}
@@ -45,12 +54,14 @@ def identity_value(name, type_):
     return f"({spec.TYPE_DEVICE[type_]}){literal[name]}"
 
 
-def render_fragment(env, kernel):
+def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
-    template_name = OP_TEMPLATE[kernel.op]
+    quick = tier == spec.Tier.QUICK
+    template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
     return env.get_template(template_name).render(
         template_name=template_name,
         k=kernel,
+        name=kernel.quick_name if quick else kernel.name,
         op=kernel.op.value,
         argmax=kernel.op in spec.ARGMAX_OPS,
         type=t.value,
@@ -64,7 +75,7 @@ def render_fragment(env, kernel):
         zero=identity_value(spec.SEMIRING_ZERO[s], t),
         add=spec.SEMIRING_ADD[s],
         mul=spec.SEMIRING_MUL[s],
-        launch=kernel.launch,
+        launch=kernel.quick_launch if quick else kernel.launch,
     )
 
 
@@ -81,7 +92,27 @@ def build_kernels(env):
         if ")TROPICAL_SRC" in k.source:
             raise SystemExit(f"{k.name}: fragment contains the raw-string delimiter")
         k.digest = hashlib.sha256(k.source.encode()).hexdigest()
+        add_quick_tier(env, k)
     return kernels
+
+
+def add_quick_tier(env, k):
+    """Sets k.quick_* (name, launch, source, digest; source "" for one tier) and k.cost."""
+    k.quick_name = spec.quick_name(k)
+    k.quick_launch = spec.quick_launch(k)
+    k.quick_source, k.quick_digest = "", ""
+    k.cost = {"quick_macs_per_ns": 0.0, "tuned_compile_ms": 0.0}
+    if k.quick_launch is None:
+        k.quick_launch = dict(k.launch)
+        return
+    k.quick_launch = dict(k.quick_launch)
+    k.quick_launch["threads"] = k.quick_launch["block_x"] * k.quick_launch["block_y"]
+    k.quick_source = render_fragment(env, k, spec.Tier.QUICK)
+    if ")TROPICAL_SRC" in k.quick_source:
+        raise SystemExit(f"{k.quick_name}: fragment contains the raw-string delimiter")
+    k.quick_digest = hashlib.sha256(k.quick_source.encode()).hexdigest()
+    k.cost = {"quick_macs_per_ns": spec.QUICK_MACS_PER_NS[k.type],
+              "tuned_compile_ms": spec.TUNED_COMPILE_MS[k.op]}
 
 
 def header_context(kernels):
@@ -139,13 +170,15 @@ def main(argv=None):
     context = header_context(kernels)
 
     os.makedirs(args.outdir, exist_ok=True)
-    for name in ("catalog.hpp", "catalog_sources.hpp"):
+    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"):
         text = env.get_template(name + ".j2").render(**context)
         write_if_changed(os.path.join(args.outdir, name), text)
     if args.fragments:
         os.makedirs(args.fragments, exist_ok=True)
         for k in kernels:
             write_if_changed(os.path.join(args.fragments, k.name + ".cu"), k.source)
+            if k.quick_source:
+                write_if_changed(os.path.join(args.fragments, k.quick_name + ".cu"), k.quick_source)
     if args.list:
         for k in kernels:
             print(f"{k.id:3d} {k.name}")

@@ -355,3 +355,112 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M}
+
+
+# ---------------------------------------------------------------- tiers
+# Every product kernel also exists as a quick fragment (DESIGN.md, "Tiers"):
+# a single-buffered shared-memory tile with scalar loads and light unrolling,
+# chosen per type as the best throughput whose NVRTC compile stays within
+# about 100 ms (bench/RESULTS.md, "Quick tier"). It serves the first calls
+# while the tuned fragment compiles in the background. Ops missing here
+# (backward passes, ~30-50 ms to compile) have one tier.
+class Tier(enum.Enum):
+    TUNED = "tuned"
+    QUICK = "quick"
+
+
+# Quick tiling, per operation and element type: (tile_m, tile_n, tile_k,
+# thread_m, thread_n, k_unroll): a thread owns thread_m x thread_n elements
+# of C, spaced a block's width (height) of threads apart; the k loop unrolls
+# k_unroll times. For the argmax the k depth must
+# equal the tuned kernel's: both keep each k-tile's maximum and the first tile
+# that beats the running one, so C and the index come out bit-identical.
+QUICK_TILES = {
+    Op.GEMM: {
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (32, 32, 16, 2, 2, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
+    },
+    # The argmax keeps three values per element of C (running maximum, the
+    # k-tile's maximum, the winning tile) and rescans one k-tile per element:
+    # at 4 x 4 per thread it compiles in ~1.6x the time of the plain product.
+    Op.GEMM_ARGMAX: {
+        Type.F32: (32, 32, 16, 2, 2, 1),
+        Type.I32: (32, 32, 16, 2, 2, 1),
+        Type.F64: (32, 32, 8, 2, 2, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
+    },
+    Op.GEMM_BATCHED: {
+        Type.F32: (64, 64, 16, 4, 4, 1),
+        Type.I32: (32, 32, 16, 2, 2, 1),
+        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.I64: (32, 32, 8, 2, 2, 1),
+        Type.U8: (64, 64, 16, 4, 4, 1),
+    },
+}
+QUICK_TILES[Op.GEMM][Type.U8] = (64, 64, 16, 4, 4, 1)
+QUICK_TILES[Op.GEMM_ARGMAX][Type.U8] = (32, 32, 16, 2, 2, 1)
+# The batched argmax has the argmax's tuned tiles (same k depth), so the same quick ones.
+QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
+
+# The cost model of first use (README, "First use"): a call that the quick
+# kernel would take longer to run than the tuned compile has left waits for
+# the tuned kernel. Quick rate: MACs per nanosecond (1 T MAC/s = 1000) the
+# quick kernel is expected to reach on a large product, per element type;
+# predictions for an H100 from the calibration of issue 15 (8.06 T for f32
+# MaxPlus), kept below it so the model errs towards waiting.
+# AndOr bytes: not measured yet; the i32 rate (one byte staged per load, and
+# the or/and as cheap as an add-and-max), so the model errs towards waiting.
+QUICK_MACS_PER_NS = {Type.F32: 6000.0, Type.I32: 1000.0, Type.F64: 2500.0, Type.I64: 400.0, Type.U8: 1000.0}
+
+# Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
+# fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
+# The batched argmax: the argmax's loop with the batch loop around it (not yet measured).
+TUNED_COMPILE_MS = {Op.GEMM: 900.0, Op.GEMM_ARGMAX: 1000.0, Op.GEMM_BATCHED: 800.0,
+                    Op.GEMM_BATCHED_ARGMAX: 1000.0}
+
+
+# The small-tile variants of the batched products (SMALL_TILES) get a quick
+# tier too: their tuned fragments compile no faster than the default tile's
+# (sm_90, the 2-core machine under load: 16x16 1.3-1.6 s, 32x32 f64 1.8 s,
+# the 64x64 f32 with 8 x 8 per thread 6.5 s; the default 1.2-1.4 s). Their
+# quick tile is the variant's own m x n (one block per product of the batch,
+# as the tuned variant), the quick k depth of the op and type, and
+# tile_n / 16 elements per thread each way, doubled along m until every
+# thread stages whole elements.
+def quick_small_tile(kernel):
+    tile_m, tile_n = kernel.tile.tile_m, kernel.tile.tile_n
+    tile_k = QUICK_TILES[kernel.op][kernel.type][2]
+    thread_n = max(1, tile_n // 16)
+    thread_m = thread_n
+    while (tile_m * tile_k) % ((tile_m // thread_m) * (tile_n // thread_n)) != 0:
+        thread_m *= 2
+    return (tile_m, tile_n, tile_k, thread_m, thread_n, 1)
+
+
+def quick_name(kernel):
+    """Symbol of a kernel's quick fragment: the tuned name with a _quick suffix."""
+    return kernel.name + "_quick"
+
+
+def quick_launch(kernel):
+    """Launch geometry of a kernel's quick fragment (same keys as launch()),
+    or None for a kernel with one tier."""
+    tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
+    if tiles is None:
+        return None
+    if kernel.tile is not None:
+        tiles = quick_small_tile(kernel)
+    tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
+    block_x, block_y = tile_n // thread_n, tile_m // thread_m
+    threads = block_x * block_y
+    assert tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
+    assert threads % 32 == 0 and block_x % 16 == 0, kernel.name
+    # Every thread stages the same number of elements of each operand tile.
+    assert (tile_m * tile_k) % threads == 0 and (tile_n * tile_k) % threads == 0, kernel.name
+    if kernel.op in ARGMAX_OPS:
+        assert tile_k == launch(kernel)["tile_k"], kernel.name
+    return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
+            "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
+            "k_unroll": k_unroll}

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "tropical/catalog_tiers.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/runtime.hpp"
@@ -124,27 +125,52 @@ struct Grid {
   unsigned x, y, z;
 };
 
-Grid grid_for(catalog::KernelId id, std::int64_t m, std::int64_t n, std::int64_t batch = 1) {
-  const auto& launch = catalog::kInfo[static_cast<std::size_t>(id)].launch;
-  const std::int64_t gx = n == 0 ? 0 : (n - 1) / launch.tile_n + 1;
-  const std::int64_t gy = m == 0 ? 0 : (m - 1) / launch.tile_m + 1;
+/// What one launch computes: the output's rows and columns, the depth of its
+/// products (for the first-use cost model) and the batch.
+struct Extent {
+  std::int64_t m, n, k, batch = 1;
+};
+
+Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
+  const std::int64_t gx = e.n == 0 ? 0 : (e.n - 1) / launch.tile_n + 1;
+  const std::int64_t gy = e.m == 0 ? 0 : (e.m - 1) / launch.tile_m + 1;
   if (gy > kMaxGridY) {
-    invalid("m = " + std::to_string(m) + " needs more than " + std::to_string(kMaxGridY) +
+    invalid("m = " + std::to_string(e.m) + " needs more than " + std::to_string(kMaxGridY) +
             " row tiles; split the product");
   }
-  if (gx > 0x7fffffff) invalid("n = " + std::to_string(n) + " is too large for one launch");
+  if (gx > 0x7fffffff) invalid("n = " + std::to_string(e.n) + " is too large for one launch");
   return Grid{static_cast<unsigned>(gx), static_cast<unsigned>(gy),
-              static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)};
+              static_cast<unsigned>(e.batch < kMaxGridZ ? e.batch : kMaxGridZ)};
 }
 
-void launch(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args) {
+/// Launches kernel `id` (whichever tier the registry serves this call) on `device`.
+void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
+  const auto& api = jit::driver::api();
+  const auto index = static_cast<std::size_t>(id);
+  // Checked against the tuned kernel's grid, so a call fails the same way on
+  // either tier; the quick kernel (smaller tiles) serves only where its grid fits.
+  grid_for(catalog::kTunedLaunch[index], e);
+  jit::driver::ScopedContext context(device);
+  const bool quick_fits = (e.m - 1) / catalog::kQuickLaunch[index].tile_m + 1 <= kMaxGridY;
+  const double macs = static_cast<double>(e.m) * static_cast<double>(e.n) * static_cast<double>(e.k) *
+                      static_cast<double>(e.batch);
+  const jit::Resolved& kernel =
+      registry().kernel(static_cast<std::uint32_t>(id), device, jit::Request{macs, stream, quick_fits});
+  const Grid grid = grid_for(kernel.launch, e);
+  jit::driver::check(api.cuLaunchKernel(kernel.function, grid.x, grid.y, grid.z, kernel.launch.block_x,
+                                        kernel.launch.block_y, 1, kernel.launch.smem_bytes, stream, args, nullptr),
+                     "cuLaunchKernel");
+}
+
+/// Launches kernel `id`, which has one tier, on `grid` (a kernel whose grid is
+/// not one block per output tile).
+void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args) {
   const auto& api = jit::driver::api();
   const auto& info = catalog::kInfo[static_cast<std::size_t>(id)];
   CUfunction function = registry().function(static_cast<std::uint32_t>(id), device);
   jit::driver::ScopedContext context(device);
-  jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, info.launch.block_x,
-                                        info.launch.block_y, 1, info.launch.smem_bytes, stream, args,
-                                        nullptr),
+  jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, info.launch.block_x, info.launch.block_y, 1,
+                                        info.launch.smem_bytes, stream, args, nullptr),
                      "cuLaunchKernel");
 }
 
@@ -215,7 +241,7 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
   void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
   void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
-  launch(id, device, grid_for(id, p.m, p.n), stream, args);
+  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
 
 void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
@@ -233,7 +259,7 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
   void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-  launch(id, device, grid_for(id, p.m, p.n), stream, args);
+  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
 
 namespace {
@@ -323,7 +349,7 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
   long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
   void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb};
-  launch(id, device, grid_for(id, p.m, p.n), stream, args);
+  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
 
 void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
@@ -348,16 +374,16 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
-  const Grid grid = grid_for(tile, p.m, p.n, batch);
+  const Extent extent{p.m, p.n, p.k, batch};
   if (with_argmax) {
     void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &nb};
-    launch(tile, device, grid, stream, args);
+    launch(tile, device, extent, stream, args);
   } else {
     const std::uint64_t unused = 0;
     void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
     void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
     void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &nb, alpha, beta, &flags};
-    launch(tile, device, grid, stream, args);
+    launch(tile, device, extent, stream, args);
   }
 }
 
@@ -388,7 +414,7 @@ void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const 
   const std::int64_t owners = s.wrt_a ? p.m : p.n;
   const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
   if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
-  launch(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
+  launch_one_tier(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
          stream, args);
 }
 

@@ -1,6 +1,9 @@
 #include "tropical/runtime.hpp"
 
+#include <utility>
+
 #include "tropical/catalog_sources.hpp"
+#include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/version.hpp"
 
@@ -9,7 +12,12 @@ namespace tropical {
 jit::Registry& registry() {
   // Leaked on purpose: no destructor may unload modules while the driver
   // tears itself down at exit.
-  static jit::Registry* const instance = new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env());
+  static jit::Registry* const instance = [] {
+    jit::TierConfig tiers;
+    tiers.table = catalog::kTiers;
+    tiers.mode = jit::tier_mode_from_env();
+    return new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
+  }();
   return *instance;
 }
 

@@ -10,19 +10,21 @@
 #include <vector>
 
 #include "tropical/catalog_sources.hpp"
+#include "tropical/catalog_tiers.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/nvrtc.hpp"
 
 namespace tropical {
 namespace {
 
-void compile_whole_catalog(int arch) {
+void compile_whole_catalog(int arch, jit::Catalog table = catalog::kKernels) {
   std::atomic<std::size_t> next{0};
   std::mutex failures_mutex;
   std::vector<std::string> failures;
   auto worker = [&] {
-    for (std::size_t i = next++; i < catalog::kKernels.size(); i = next++) {
-      const auto& kernel = catalog::kKernels[i];
+    for (std::size_t i = next++; i < table.size(); i = next++) {
+      const auto& kernel = table[i];
+      if (kernel.source.empty()) continue;  // a kernel with one tier
       try {
         const jit::CompiledImage image = jit::compile(kernel, arch);
         if (image.cubin.size() < 4 || image.ptx.find(kernel.name) == std::string::npos) {
@@ -44,6 +46,14 @@ void compile_whole_catalog(int arch) {
 TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_90) { compile_whole_catalog(90); }
 
 TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_80) { compile_whole_catalog(80); }
+
+TEST(CatalogCompile, every_quick_fragment_compiles_alone_for_sm_90) {
+  compile_whole_catalog(90, catalog::kQuickKernels);
+}
+
+TEST(CatalogCompile, every_quick_fragment_compiles_alone_for_sm_80) {
+  compile_whole_catalog(80, catalog::kQuickKernels);
+}
 
 TEST(CatalogCompile, table_entries_are_dense_and_named_by_their_parameters) {
   for (std::size_t i = 0; i < catalog::kKernels.size(); ++i) {

@@ -41,7 +41,7 @@ class CodegenTest(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_two_runs_give_byte_identical_files(self):
-        for rel in ["catalog.hpp", "catalog_sources.hpp"] + [
+        for rel in ["catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"] + [
                 os.path.join("fragments", n) for n in os.listdir(os.path.join(self.out1, "fragments"))]:
             self.assertTrue(filecmp.cmp(os.path.join(self.out1, rel), os.path.join(self.out2, rel),
                                         shallow=False), rel)
@@ -79,6 +79,46 @@ class CodegenTest(unittest.TestCase):
             with open(os.path.join(self.out1, "fragments", k.name + ".cu"), "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             self.assertIn(f'"{digest}"', self.sources)
+
+    def test_every_product_has_a_quick_fragment_and_backward_has_none(self):
+        with open(os.path.join(self.out1, "catalog_tiers.hpp"), encoding="utf-8") as f:
+            tiers = f.read()
+        for k in spec.catalog():
+            path = os.path.join(self.out1, "fragments", spec.quick_name(k) + ".cu")
+            self.assertEqual(os.path.exists(path), k.op in spec.QUICK_TILES, k.name)
+            if k.op in spec.QUICK_TILES:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                self.assertNotIn("#include", text)
+                self.assertEqual(text.count('extern "C" __global__'), 1)
+                self.assertIn(spec.quick_name(k) + "(", text)
+                self.assertIn(f'"{spec.quick_name(k)}"', tiers)
+
+    def test_quick_fragments_take_the_tuned_parameters_and_semiring(self):
+        def fragment(name):
+            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+                return f.read()
+
+        def parameters(text, name):
+            m = re.search(re.escape(name) + r"\((.*?)\)\s*\{", text, re.S)
+            self.assertIsNotNone(m, name)
+            return " ".join(m.group(1).split())
+
+        for k in spec.catalog():
+            if k.op not in spec.QUICK_TILES:
+                continue
+            quick = spec.quick_name(k)
+            self.assertEqual(parameters(fragment(quick), quick), parameters(fragment(k.name), k.name), k.name)
+        maxmin = fragment("tropical_gemm_maxmin_f32_quick")
+        self.assertIn("min.NaN.f32", maxmin)
+        self.assertIn("tropical_finish(", maxmin)
+        andor = fragment("tropical_gemm_batched_argmax_andor_u8_quick")
+        self.assertIn("(value_t)(x != 0)", andor)
+        self.assertIn("tropical_stage(x[", andor)
+        self.assertIn("tropical_quick_store_argmax(argmax + p * stride_argmax", andor)
+        small = fragment("tropical_gemm_batched_maxplus_f64_16x16_quick")
+        self.assertIn("constexpr int kTileM = 16;", small)
+        self.assertIn("constexpr int kTileK = 8;", small)
 
     def test_hana_map_has_one_entry_per_op_semiring_and_type(self):
         defaults = [k for k in spec.catalog() if not k.variant]

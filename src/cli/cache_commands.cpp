@@ -140,7 +140,8 @@ int cmd_warm(int argc, char** argv) {
         "Compiles kernels into the disk cache for the arch (default: GPU 0's, else sm_90),\n"
         "on every core unless -j says otherwise. Needs no GPU. Progress goes to stderr: a\n"
         "bar on a terminal, one line per kernel otherwise; the summary to stdout. Exit 1\n"
-        "if a kernel failed or could not be stored (cache disabled, unusable or too small).\n");
+        "if a kernel failed or could not be stored (cache disabled, unusable or too small).\n"
+        "Tuned kernels only: with them in the cache a program never uses the quick tier.\n");
     return kExitOk;
   }
   if (args.has("--all") == !args.words().empty())
@@ -260,7 +261,7 @@ int cmd_clear(int argc, char** argv) {
     print(
         "usage: tropical clear [NAME...]\n\n"
         "Without names, removes every entry of the disk cache. With names, removes only\n"
-        "those kernels' entries, for every architecture (of this NVRTC build). An\n"
+        "those kernels' entries (tuned and quick), for every architecture (of this NVRTC build). An\n"
         "unknown name removes nothing (exit 2). Statistics stay (see stats --zero).\n");
     return kExitOk;
   }
@@ -283,7 +284,12 @@ int cmd_clear(int argc, char** argv) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   for (const auto id : ids) {
-    for (const int arch : archs) removed += reg.disk().remove(reg.cache_key(id, arch));
+    for (const int arch : archs) {
+      // The kernel's quick fragment too, where it has one.
+      for (const jit::Tier tier : {jit::Tier::kTuned, jit::Tier::kQuick}) {
+        if (reg.has_tier(id, tier)) removed += reg.disk().remove(reg.cache_key(id, arch, tier));
+      }
+    }
   }
   print(format("removed %zu entries of %zu kernels from %s\n", removed, ids.size(), i.dir.c_str()));
   return kExitOk;

@@ -163,6 +163,11 @@ int cmd_gemm(int argc, char** argv) {
             after.compiles > before.compiles
                 ? "compiled by NVRTC"
                 : (after.disk_hits > before.disk_hits ? "read from disk cache" : "already in memory");
+        if (after.quick_calls > before.quick_calls) {
+          how = after.quick_compiles > before.quick_compiles
+                    ? "quick tier, compiled by NVRTC; tuned compiling in the background"
+                    : "quick tier; tuned compiling in the background";
+        }
         std::printf("%s %s %" PRId64 "x%" PRId64 "x%" PRId64 " on sm_%d\n", S::kName.data(),
                     args.get("--type", "f32").c_str(), m, n, k, device_arch(0));
         std::printf("  first call  %10.3f ms  (kernel %s, loaded in %.3f ms)\n", first, how,

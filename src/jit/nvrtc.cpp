@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "tropical/error.hpp"
+#include "tropical/jit/exit_guard.hpp"
 
 #ifndef TROPICAL_CUDA_LIBDIR
 #error "TROPICAL_CUDA_LIBDIR must name the CUDA toolkit's lib64 directory (set by src/meson.build)"
@@ -130,6 +131,7 @@ struct Library {
 };
 
 std::once_flag g_load_once;
+std::atomic<bool> g_compiled{false};
 Library g_library;
 std::atomic<bool> g_loaded{false};
 
@@ -206,6 +208,10 @@ std::vector<std::string> compile_options(int arch) {
 }
 
 CompiledImage compile(const KernelSource& kernel, int arch) {
+  // An exit handler waits for compiles in flight: NVRTC's own exit handlers
+  // would pull its state from under them (src/jit/exit_guard.cpp).
+  const exit_guard::Scope guard;
+  if (!guard) throw Unavailable("tropical: not compiling " + std::string(kernel.name) + ": the process is exiting");
   const Nvrtc& api = nvrtc();
   std::vector<std::string> options = compile_options(arch);
   const std::string name(kernel.name);
@@ -272,7 +278,20 @@ CompiledImage compile(const KernelSource& kernel, int arch) {
   }
   // The reported size counts the terminating NUL.
   while (!image.ptx.empty() && image.ptx.back() == '\0') image.ptx.pop_back();
+  // NVRTC registers some exit handlers during its first compile: the guard's
+  // handler goes after them, so it runs before them.
+  g_compiled.store(true, std::memory_order_release);
+  exit_guard::arm(exit_guard::After::kCompiler);
   return image;
+}
+
+bool nvrtc_compiled() noexcept { return g_compiled.load(std::memory_order_acquire); }
+
+void prepare_compiler() {
+  if (nvrtc_compiled()) return;
+  static constexpr KernelSource kTrivial{0, "tropical_prepare", "extern \"C\" __global__ void tropical_prepare() {}\n",
+                                         ""};
+  compile(kTrivial, 80);
 }
 
 const std::string& nvrtc_identity() { return location().identity; }

@@ -6,29 +6,41 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "tropical/error.hpp"
-#include "tropical/jit/driver.hpp"
+#include "tropical/jit/exit_guard.hpp"
+#include "tropical/jit/storage/io.hpp"
 
 namespace tropical::jit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Steady-clock time in ns; never 0 (0 marks "not set" in the slots).
+std::int64_t now_ns() {
+  return std::max<std::int64_t>(
+      1, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+// Set on a background worker while it runs a tuned compile, for the statistics.
+thread_local bool t_background = false;
+
 }  // namespace
 
 struct Registry::ImageSlot {
   std::once_flag once;
+  std::atomic<bool> done{false};  // set after once ran: image or error is final
   std::optional<CompiledImage> image;
   std::exception_ptr error;
 };
 
-// Image slots are created on first use of (kernel, arch): the map is touched
-// on the slow path only, and a slot never moves once created.
+// Image slots are created on first use of (kernel, arch, tier): the map is
+// touched on the slow path only, and a slot never moves once created.
 struct Registry::ImageTable {
   std::mutex mutex;
-  std::map<std::pair<std::uint32_t, int>, std::unique_ptr<ImageSlot>> slots;
+  std::map<std::tuple<std::uint32_t, int, Tier>, std::unique_ptr<ImageSlot>> slots;
 };
 
 struct Registry::Counters {
@@ -37,14 +49,20 @@ struct Registry::Counters {
   std::atomic<std::uint64_t> disk_hits{0};
   std::atomic<std::uint64_t> loads{0};
   std::atomic<std::uint64_t> load_ns{0};
+  std::atomic<std::uint64_t> quick_compiles{0};
+  std::atomic<std::uint64_t> quick_calls{0};
+  std::atomic<std::uint64_t> background_compiles{0};
+  std::atomic<std::uint64_t> first_to_tuned_ns{0};
 };
 
-Registry::Registry(Catalog catalog, CacheConfig cache)
+Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
+      tier_config_(std::move(tiers)),
       tiers_(std::make_unique<Tiers>(cache)),
       functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       counters_(std::make_unique<Counters[]>(catalog.size())),
-      images_(std::make_unique<ImageTable>()) {
+      images_(std::make_unique<ImageTable>()),
+      pool_(std::make_unique<BackgroundPool>(tier_config_.background_threads)) {
   for (std::size_t i = 0; i < catalog_.size(); ++i) {
     if (catalog_[i].id != i) {
       throw InvalidArgument("tropical: catalog entry " + std::to_string(i) + " (" +
@@ -52,39 +70,68 @@ Registry::Registry(Catalog catalog, CacheConfig cache)
                             std::to_string(catalog_[i].id));
     }
   }
+  const TierTable& t = tier_config_.table;
+  if (!t.quick.empty() && (t.quick.size() != catalog_.size() || t.tuned_launch.size() != catalog_.size() ||
+                           t.quick_launch.size() != catalog_.size() || t.cost.size() != catalog_.size())) {
+    throw InvalidArgument("tropical: the tier table does not have one entry per kernel");
+  }
+  if (!tier_config_.loader) tier_config_.loader = driver_loader();
+}
+
+CompiledImage Registry::run_compiler(const KernelSource& kernel, int arch) const {
+  return tier_config_.compiler ? tier_config_.compiler(kernel, arch) : compile(kernel, arch);
 }
 
 Registry::~Registry() {
+  // Background jobs use the slots and the disk tier: they stop first.
+  pool_.reset();
   // Modules go with the registry. The process-wide registry of the tropical
   // API is never destroyed, so this never runs while the driver shuts down.
-  if (!driver::available()) return;
-  const auto& api = driver::api();
   for (std::size_t i = 0; i < catalog_.size() * kMaxDevices; ++i) {
-    if (functions_[i].module == nullptr) continue;
     const int device = static_cast<int>(i % kMaxDevices);
-    driver::ScopedContext context(device);
-    api.cuModuleUnload(functions_[i].module);
+    for (CUmodule module : {functions_[i].quick_module, functions_[i].tuned_module}) {
+      if (module != nullptr) tier_config_.loader->unload(device, module);
+    }
   }
 }
 
-CacheKey Registry::cache_key(std::uint32_t id, int arch) const {
-  const KernelSource& kernel = catalog_[id];
+bool Registry::tiered(std::uint32_t id) const noexcept {
+  return tier_config_.mode != TierMode::kTunedOnly && has_tier(id, Tier::kQuick);
+}
+
+bool Registry::has_tier(std::uint32_t id, Tier tier) const noexcept {
+  if (id >= catalog_.size()) return false;
+  return tier == Tier::kTuned ||
+         (id < tier_config_.table.quick.size() && !tier_config_.table.quick[id].source.empty());
+}
+
+const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
+  if (id >= catalog_.size()) {
+    throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
+  }
+  if (tier == Tier::kTuned) return catalog_[id];
+  if (id >= tier_config_.table.quick.size() || tier_config_.table.quick[id].source.empty()) {
+    throw InvalidArgument("tropical: kernel " + std::string(catalog_[id].name) + " has no quick tier");
+  }
+  return tier_config_.table.quick[id];
+}
+
+CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
+  const KernelSource& kernel = source(id, tier);
   return CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch), arch,
                   nvrtc_identity()};
 }
 
-Registry::ImageSlot& Registry::image_slot(std::uint32_t id, int arch) {
+Registry::ImageSlot& Registry::image_slot(std::uint32_t id, int arch, Tier tier) {
   std::lock_guard lock(images_->mutex);
-  auto& slot = images_->slots[{id, arch}];
+  auto& slot = images_->slots[{id, arch, tier}];
   if (!slot) slot = std::make_unique<ImageSlot>();
   return *slot;
 }
 
-const CompiledImage& Registry::image(std::uint32_t id, int arch) {
-  if (id >= catalog_.size()) {
-    throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
-  }
-  ImageSlot& slot = image_slot(id, arch);
+const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
+  const KernelSource& kernel = source(id, tier);
+  ImageSlot& slot = image_slot(id, arch, tier);
   bool ran = false;
   // Nothing may leave a call_once callable by exception: the slot keeps the
   // image or the error, and every caller rethrows it outside.
@@ -94,7 +141,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
       Counters& counters = counters_[id];
       bool compiled = false;
       slot.image = tiers_->get_or_compile(
-          cache_key(id, arch),
+          cache_key(id, arch, tier),
           [&] {
             const auto start = Clock::now();
             // Track how many compiles overlap, so warm() can show it used every core.
@@ -106,8 +153,10 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
               std::atomic<unsigned>& n;
               ~Leave() { --n; }
             } leave{compiling_};
-            CompiledImage image = compile(catalog_[id], arch);
+            CompiledImage image = run_compiler(kernel, arch);
             counters.compile_ns += nanoseconds_since(start);
+            if (tier == Tier::kQuick) ++counters.quick_compiles;
+            if (t_background) ++counters.background_compiles;
             return image;
           },
           &compiled);
@@ -115,69 +164,138 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
     } catch (...) {
       slot.error = std::current_exception();
     }
+    slot.done.store(true, std::memory_order_release);
   });
   if (!ran && slot.image) {
-    log_line(tiers_->log(), LogLevel::kDebug, std::string(catalog_[id].name) + " sm_" + std::to_string(arch) + ": memory hit");
+    log_line(tiers_->log(), LogLevel::kDebug,
+             std::string(kernel.name) + " sm_" + std::to_string(arch) + ": memory hit");
   }
   if (slot.error) std::rethrow_exception(slot.error);
   return *slot.image;
 }
 
-CUfunction Registry::resolve(std::uint32_t id, int device) {
+bool Registry::tuned_available(std::uint32_t id, int arch) {
+  ImageSlot& slot = image_slot(id, arch, Tier::kTuned);
+  if (slot.done.load(std::memory_order_acquire)) return !slot.error;
+  // A look through every persistent tier that never compiles and never waits for a writer.
+  std::optional<CompiledImage> found = tiers_->find(cache_key(id, arch));
+  if (!found) return false;
+  std::call_once(slot.once, [&]() noexcept {
+    slot.image = std::move(found);
+    ++counters_[id].disk_hits;
+    slot.done.store(true, std::memory_order_release);
+  });
+  return !slot.error;
+}
+
+Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module) {
+  const auto start = Clock::now();
+  const CompiledImage& img = image(id, arch, tier);
+  const auto fetch_ptx = [&] {
+    // A disk hit brings no PTX: read it from the entry, else compile again
+    // (which also replaces an entry whose PTX is damaged).
+    const auto compile_ptx = [&] {
+      const auto compile_start = Clock::now();
+      CompiledImage compiled = run_compiler(source(id, tier), arch);
+      ++counters_[id].compiles;
+      counters_[id].compile_ns += nanoseconds_since(compile_start);
+      return compiled;
+    };
+    return tiers_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
+  };
+  const LoadedModule loaded = tier_config_.loader->load(device, img, std::string(source(id, tier).name), fetch_ptx);
+  module = loaded.module;
+  Counters& counters = counters_[id];
+  ++counters.loads;
+  counters.load_ns += nanoseconds_since(start);
+  const auto& shapes = tier == Tier::kQuick ? tier_config_.table.quick_launch : tier_config_.table.tuned_launch;
+  return Resolved{loaded.function, id < shapes.size() ? shapes[id] : LaunchShape{}, tier};
+}
+
+void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) noexcept {
+  std::call_once(slot.tuned_once, [&]() noexcept {
+    try {
+      slot.tuned = load(id, device, tier_config_.loader->arch(device), Tier::kTuned, slot.tuned_module);
+      // In kQuickOnly the quick kernel stays published; the tuned one serves
+      // only the calls that allow nothing else.
+      if (tier_config_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
+        slot.current.store(&slot.tuned, std::memory_order_release);
+      }
+      if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
+        counters_[id].first_to_tuned_ns = static_cast<std::uint64_t>(now_ns() - first);
+      }
+    } catch (...) {
+      slot.tuned_error = std::current_exception();
+    }
+  });
+}
+
+void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept {
+  try {
+    const int arch = tier_config_.loader->arch(device);
+    const bool quick_only = tier_config_.mode == TierMode::kQuickOnly;
+    if (tiered(id) && (quick_only || !tuned_available(id, arch))) {
+      try {
+        slot.quick = load(id, device, arch, Tier::kQuick, slot.quick_module);
+        slot.first_call_ns = now_ns();
+        slot.current.store(&slot.quick, std::memory_order_release);
+      } catch (...) {
+        // No quick kernel (it failed to compile or load): the tuned one, now.
+        slot.first_call_ns = 0;
+      }
+      if (slot.current.load() != nullptr) {
+        if (quick_only) return;
+        // A background compile must never be NVRTC's first in the process
+        // (see exit_guard.cpp); a failure here shows again in the tuned compile.
+        try {
+          if (!tier_config_.compiler) prepare_compiler();
+        } catch (...) {
+        }
+        exit_guard::arm(exit_guard::After::kDriver);
+        const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
+          const exit_guard::Scope guard;
+          if (!guard) return;  // the process is exiting: start nothing
+          t_background = true;
+          ensure_tuned(id, device, slot);
+          t_background = false;
+        });
+        if (!queued) ensure_tuned(id, device, slot);
+        return;
+      }
+    }
+    ensure_tuned(id, device, slot);
+    if (slot.tuned_error) slot.error = slot.tuned_error;
+  } catch (...) {
+    slot.error = std::current_exception();
+  }
+}
+
+const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& request) {
   if (id >= catalog_.size()) {
     throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
   }
-  if (device < 0 || device >= kMaxDevices || device >= driver::device_count()) {
+  if (device < 0 || device >= kMaxDevices || device >= tier_config_.loader->device_count()) {
     throw InvalidArgument("tropical: device " + std::to_string(device) + " does not exist");
   }
   FunctionSlot& slot = functions_[id * kMaxDevices + device];
-  std::call_once(slot.once, [&]() noexcept {
-    try {
-      const auto& api = driver::api();
-      const auto start = Clock::now();
-      const int arch = driver::device_arch(device);
-      const CompiledImage& img = image(id, arch);
-      driver::ScopedContext context(device);
-      CUmodule module = nullptr;
-      CUresult result = api.cuModuleLoadData(&module, img.cubin.data());
-      if (result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE ||
-          result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
-        // A driver that cannot take the CUBIN may still JIT the PTX (slow, but it
-        // runs). A disk hit brings no PTX, so fetch it now: from the entry, else
-        // by compiling again (which also replaces an entry whose PTX is damaged).
-        // Other failures (no memory, a broken context) are reported as they are.
-        std::string ptx = img.ptx;
-        if (ptx.empty()) {
-          const auto compile_ptx = [&] {
-            const auto compile_start = Clock::now();
-            CompiledImage compiled = compile(catalog_[id], arch);
-            ++counters_[id].compiles;
-            counters_[id].compile_ns += nanoseconds_since(compile_start);
-            return compiled;
-          };
-          ptx =
-              tiers_->get_or_compile(cache_key(id, arch), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
-        }
-        if (!ptx.empty() && api.cuModuleLoadData(&module, ptx.c_str()) == CUDA_SUCCESS) result = CUDA_SUCCESS;
-      }
-      driver::check(result, "cuModuleLoadData");
-      CUfunction function = nullptr;
-      const std::string name(catalog_[id].name);
-      if (const CUresult r = api.cuModuleGetFunction(&function, module, name.c_str()); r != CUDA_SUCCESS) {
-        api.cuModuleUnload(module);
-        driver::check(r, "cuModuleGetFunction");
-      }
-      slot.module = module;
-      Counters& counters = counters_[id];
-      ++counters.loads;
-      counters.load_ns += nanoseconds_since(start);
-      slot.function.store(function, std::memory_order_release);
-    } catch (...) {
-      slot.error = std::current_exception();
-    }
-  });
+  std::call_once(slot.once, [&]() noexcept { first_use(id, device, slot); });
   if (slot.error) std::rethrow_exception(slot.error);
-  return slot.function.load(std::memory_order_acquire);
+  const Resolved* current = slot.current.load(std::memory_order_acquire);
+  if (current->tier == Tier::kTuned) return *current;
+  // The quick kernel serves unless this call must not take it (the checks
+  // cost a driver call, on this path only: until the tuned kernel is published).
+  const bool quick_only = tier_config_.mode == TierMode::kQuickOnly;
+  const bool quick_ok = request.allow_quick && (quick_only || !tier_config_.loader->capturing(request.stream));
+  const std::int64_t waited = now_ns() - slot.first_call_ns.load();
+  if (quick_ok && (quick_only || !quick_takes_longer(tier_config_.table.cost[id], request.macs, waited))) {
+    ++counters_[id].quick_calls;
+    return *current;
+  }
+  ensure_tuned(id, device, slot);
+  if (!slot.tuned_error) return slot.tuned;
+  if (!quick_ok) std::rethrow_exception(slot.tuned_error);
+  ++counters_[id].quick_calls;  // the cost model only asked to wait: the quick kernel is right too
+  return *current;
 }
 
 WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned threads,
@@ -247,8 +365,9 @@ std::vector<KernelStats> Registry::stats() const {
   std::vector<KernelStats> out(catalog_.size());
   for (std::size_t i = 0; i < catalog_.size(); ++i) {
     const Counters& c = counters_[i];
-    out[i] = KernelStats{c.compiles.load(), c.compile_ns.load(), c.disk_hits.load(), c.loads.load(),
-                         c.load_ns.load()};
+    out[i] = KernelStats{c.compiles.load(),       c.compile_ns.load(),          c.disk_hits.load(),
+                         c.loads.load(),          c.load_ns.load(),             c.quick_compiles.load(),
+                         c.quick_calls.load(),    c.background_compiles.load(), c.first_to_tuned_ns.load()};
   }
   return out;
 }

@@ -46,6 +46,14 @@ const std::string& nvrtc_identity();
 /// NVRTC's own version, "major.minor"; loads libnvrtc. Throws Unavailable.
 std::string nvrtc_version();
 
+/// True once a compile() of this process has succeeded.
+bool nvrtc_compiled() noexcept;
+
+/// Loads NVRTC and compiles a trivial kernel once per process, so that a
+/// compile on a background thread is never the first (whose exit handlers
+/// would be registered after the exit guard's). Throws like compile().
+void prepare_compiler();
+
 /// The sm_XY targets (10 * major + minor, ascending) that the NVRTC compile()
 /// uses can compile for, as nvrtcGetSupportedArchs reports them; loads
 /// libnvrtc. Thread-safe. Throws Unavailable.

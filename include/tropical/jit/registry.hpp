@@ -13,11 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "tropical/jit/background.hpp"
+#include "tropical/jit/device_loader.hpp"
 #include "tropical/jit/kernel_source.hpp"
 #include "tropical/jit/nvrtc.hpp"
 #include "tropical/jit/storage/config.hpp"
 #include "tropical/jit/storage/local_store.hpp"
 #include "tropical/jit/storage/tiers.hpp"
+#include "tropical/jit/tiers.hpp"
 
 namespace tropical::jit {
 
@@ -28,6 +31,10 @@ struct KernelStats {
   std::uint64_t disk_hits = 0;   ///< images read from the disk cache
   std::uint64_t loads = 0;       ///< modules loaded onto a device
   std::uint64_t load_ns = 0;     ///< wall time of image lookup + cuModuleLoadData
+  std::uint64_t quick_compiles = 0;       ///< of compiles, those of the quick fragment
+  std::uint64_t quick_calls = 0;          ///< calls served by the quick kernel
+  std::uint64_t background_compiles = 0;  ///< tuned compiles run on the background pool
+  std::uint64_t first_to_tuned_ns = 0;    ///< first call to the tuned kernel serving, latest device (0: never tiered)
 };
 
 /// Outcome of Registry::warm.
@@ -55,6 +62,17 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// compile_options()), then loaded with cuModuleLoadData in the device's
 /// primary context. Images are shared by devices of the same arch.
 ///
+/// Tiers (a TierConfig with a quick table; README, "First use"): a first use
+/// that finds no tuned image in memory or on disk loads and publishes the
+/// quick kernel (compiled in ~0.1 s) and queues the tuned compile on a
+/// bounded background pool; once loaded, the tuned kernel replaces it for
+/// every later call (one atomic pointer swap). The quick module stays loaded
+/// until the registry is destroyed, since launches queued on streams may
+/// still use it. A capturing stream, a call that allows only the tuned kernel,
+/// and a call whose work the quick kernel would finish after the tuned
+/// compile (the cost model) wait for the tuned kernel instead. If the tuned
+/// compile fails, the quick kernel goes on serving the calls that may take it.
+///
 /// Errors are sticky: a slot whose compile or load failed keeps that error and
 /// every later call for it rethrows the same exception without retrying. For a
 /// compile the inputs are fixed, so a retry would fail the same way; a module
@@ -66,29 +84,40 @@ class Registry {
   /// Devices per process the registry can serve (ordinals 0 .. kMaxDevices-1).
   static constexpr int kMaxDevices = 64;
 
-  /// A registry over `catalog` (entry i must have id i) with the tiers
-  /// configured by `cache`. Compiles nothing until asked.
-  Registry(Catalog catalog, CacheConfig cache);
+  /// A registry over `catalog` (entry i must have id i) with the storage
+  /// tiers configured by `cache` and first use set up by `tiers` (default:
+  /// one kernel tier). Compiles nothing until asked.
+  Registry(Catalog catalog, CacheConfig cache, TierConfig tiers = {});
+  /// Drops background jobs not started, waits for those running, unloads every module.
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  /// The kernel `id` loaded on `device`, compiled or loaded on first use.
-  /// Hot path once resolved: one acquire load, no lock. Throws CompileError,
-  /// CudaError, Unavailable, or InvalidArgument for a bad id or device.
-  CUfunction function(std::uint32_t id, int device) {
+  /// The kernel `id` loaded on `device` for one call, compiled or loaded on
+  /// first use: the tuned kernel, or the quick one where `request` allows it.
+  /// Hot path once the tuned kernel is published: one acquire load, no lock.
+  /// Throws CompileError, CudaError, Unavailable, or InvalidArgument for a bad id or device.
+  const Resolved& kernel(std::uint32_t id, int device, const Request& request = {}) {
     if (id < catalog_.size() && device >= 0 && device < kMaxDevices) {
-      const CUfunction f = functions_[id * kMaxDevices + device].function.load(std::memory_order_acquire);
-      if (f != nullptr) [[likely]] return f;
+      const Resolved* r = functions_[id * kMaxDevices + device].current.load(std::memory_order_acquire);
+      if (r != nullptr && r->tier == Tier::kTuned) [[likely]] return *r;
     }
-    return resolve(id, device);
+    return resolve(id, device, request);
+  }
+
+  /// The tuned kernel `id` on `device` (waits for it on first use); throws like kernel().
+  CUfunction function(std::uint32_t id, int device) {
+    return kernel(id, device, Request{0, nullptr, false}).function;
   }
 
   /// The compiled image of kernel `id` for sm_<arch>, from memory, disk or
   /// NVRTC (at most one compile per key machine-wide). Needs no GPU. An image
   /// read from disk carries the CUBIN only (empty ptx): the PTX is fetched
   /// only if a device rejects the CUBIN.
-  const CompiledImage& image(std::uint32_t id, int arch);
+  const CompiledImage& image(std::uint32_t id, int arch) { return image(id, arch, Tier::kTuned); }
+
+  /// The same for one tier (kQuick of a kernel with one tier: InvalidArgument).
+  const CompiledImage& image(std::uint32_t id, int arch, Tier tier);
 
   /// Compiles `ids` (all kernels if empty) for sm_<arch> into memory and the
   /// disk cache on `threads` workers (0: one per core). Needs no GPU. Never
@@ -111,24 +140,43 @@ class Registry {
   /// Every persistent tier, in lookup order.
   Tiers& tiers() noexcept { return *tiers_; }
 
-  /// The disk-cache key of kernel `id` for sm_<arch>; computing it loads no NVRTC.
-  CacheKey cache_key(std::uint32_t id, int arch) const;
+  /// The disk-cache key of kernel `id` (of one tier) for sm_<arch>; computing it loads no NVRTC.
+  CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
+
+  /// True if kernel `id` has a quick tier and the mode is not kTunedOnly.
+  bool tiered(std::uint32_t id) const noexcept;
+
+  /// True if kernel `id` has a fragment of `tier` (whatever the mode): cache_key(id, arch, tier) is valid.
+  bool has_tier(std::uint32_t id, Tier tier) const noexcept;
 
  private:
-  /// One (kernel, device): the loaded function, or the error that stopped it.
+  /// One (kernel, device): the published kernel, the error that stopped it,
+  /// and both tiers' loads. `current` points at `quick` or `tuned`, each
+  /// written once before it is published and never again.
   struct FunctionSlot {
-    std::atomic<CUfunction> function{nullptr};
+    std::atomic<const Resolved*> current{nullptr};
     std::once_flag once;
     std::exception_ptr error;
-    CUmodule module = nullptr;
+    std::once_flag tuned_once;
+    std::exception_ptr tuned_error;
+    Resolved quick, tuned;
+    CUmodule quick_module = nullptr, tuned_module = nullptr;
+    std::atomic<std::int64_t> first_call_ns{0};  // steady clock; 0: the tuned kernel was published first
   };
   struct ImageSlot;
   struct Counters;
 
-  CUfunction resolve(std::uint32_t id, int device);
-  ImageSlot& image_slot(std::uint32_t id, int arch);
+  const Resolved& resolve(std::uint32_t id, int device, const Request& request);
+  void first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
+  void ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
+  bool tuned_available(std::uint32_t id, int arch);
+  Resolved load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module);
+  ImageSlot& image_slot(std::uint32_t id, int arch, Tier tier);
+  const KernelSource& source(std::uint32_t id, Tier tier) const;
+  CompiledImage run_compiler(const KernelSource& kernel, int arch) const;
 
   Catalog catalog_;
+  TierConfig tier_config_;
   std::unique_ptr<Tiers> tiers_;
   std::unique_ptr<FunctionSlot[]> functions_;
   std::unique_ptr<Counters[]> counters_;
@@ -136,6 +184,8 @@ class Registry {
   std::unique_ptr<ImageTable> images_;
   std::atomic<unsigned> compiling_{0};
   std::atomic<unsigned> peak_compiling_{0};
+  // Last member: destroyed first, so no job outlives what it uses.
+  std::unique_ptr<BackgroundPool> pool_;
 };
 
 }  // namespace tropical::jit

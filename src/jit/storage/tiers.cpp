@@ -105,6 +105,38 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   return image;
 }
 
+std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
+                                           ImageParts parts) {
+  const StoreKey k(key);
+  const std::string kernel = key.kernel_name + " sm_" + std::to_string(key.arch);
+  const std::size_t n = tiers.size();
+  std::size_t writable = n;
+  for (std::size_t i = 0; i < n && writable == n; ++i) {
+    if (tiers[i]->can_store()) writable = i;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    // Below a writable tier, a hit is copied up, and a copy must be whole: read its PTX too.
+    const ImageParts ask = i > writable ? ImageParts::kCubinAndPtx : parts;
+    Lookup found = tiers[i]->lookup(k, ask);
+    if (!found.image) {
+      log_line(log, LogLevel::kDebug, kernel + ": not (yet) in " + tiers[i]->name() + ": " + why_missing(found));
+      continue;
+    }
+    log_line(log, LogLevel::kInfo,
+             kernel + ": found in " + tiers[i]->name() + " without compiling (" +
+                 std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (tiers[j]->can_store() && tiers[j]->store(k, *found.image, StoreReason::kPromoted)) {
+        log_line(log, LogLevel::kInfo, kernel + ": copied into " + tiers[j]->name());
+        tiers[j]->after_store(k);
+      }
+    }
+    if (ask != parts) found.image->ptx.clear();
+    return std::move(found.image);
+  }
+  return std::nullopt;
+}
+
 Tiers::Tiers(const CacheConfig& config) : Tiers(std::make_unique<LocalStore>(config), {}, config.log) {}
 
 Tiers::Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log)
@@ -116,6 +148,10 @@ Tiers::Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<St
 CompiledImage Tiers::get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                     bool* compiled, ImageParts parts) {
   return walk_tiers(order_, log_, key, compile, compiled, parts);
+}
+
+std::optional<CompiledImage> Tiers::find(const CacheKey& key, ImageParts parts) {
+  return find_in_tiers(order_, log_, key, parts);
 }
 
 }  // namespace tropical::jit

@@ -103,6 +103,38 @@ TEST_F(TiersTest, hit_in_a_lower_tier_is_copied_up_whole_and_returned_with_the_p
   EXPECT_EQ(lower.stores, 0);
 }
 
+// The tuned check of tiered first use (registry.cpp): is the image anywhere, without compiling or waiting.
+TEST_F(TiersTest, find_looks_through_every_tier_copies_a_lower_hit_up_and_never_compiles_or_waits) {
+  {
+    LocalStore layer(below());
+    layer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  auto layer = std::make_unique<ReadOnlyTier>(below());
+  ReadOnlyTier& lower = *layer;
+  std::vector<std::unique_ptr<Store>> others;
+  others.push_back(std::move(layer));
+  Tiers tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+
+  EXPECT_FALSE(tiers.find(make_key(2)).has_value()) << "in no tier: nullopt, nothing compiled";
+  EXPECT_EQ(tiers.primary().process_stats().misses, 0u) << "a find counts no miss: the walk after it does";
+
+  const auto found = tiers.find(make_key(1));
+  ASSERT_TRUE(found.has_value()) << "found in the lower tier";
+  EXPECT_TRUE(same(*found, cubin_only(make_image(1))));
+  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(copied.has_value()) << "copied into the primary, whole";
+  EXPECT_TRUE(same(*copied, make_image(1)));
+  const int asked = lower.lookups;
+  EXPECT_TRUE(tiers.find(make_key(1)).has_value());
+  EXPECT_EQ(lower.lookups, asked) << "the primary answers now";
+
+  // A writable tier whose flight someone holds: find neither waits nor compiles.
+  StuckTier stuck;
+  Store* const list[] = {&stuck};
+  EXPECT_FALSE(find_in_tiers(list, LogLevel::kOff, make_key(1)).has_value());
+  EXPECT_EQ(stuck.compiles + stuck.stores + stuck.misses, 0);
+}
+
 TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
   StuckTier stuck;
   Store* const list[] = {&stuck};

@@ -24,6 +24,12 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
                          const std::function<CompiledImage()>& compile, bool* compiled = nullptr,
                          ImageParts parts = ImageParts::kCubin);
 
+/// The image for key from the first tier that has it (copied up into the writable tiers above it, like
+/// walk_tiers), else nullopt: never compiles, never takes or waits for a single flight, and counts no miss
+/// (the walk that follows a nullopt counts it). Logs misses at kDebug, hits at kInfo.
+std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
+                                           ImageParts parts = ImageParts::kCubin);
+
 /// The persistent tiers below the registry's in-memory images, in lookup order. Today: the local directory
 /// (the primary, read-write). Read-only layers and a remote are appended here by the configuration, never by
 /// the registry. Thread-safe.
@@ -39,6 +45,8 @@ class Tiers {
   /// walk_tiers over every tier.
   CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
+  /// find_in_tiers over every tier: is key's image stored anywhere, without compiling.
+  std::optional<CompiledImage> find(const CacheKey& key, ImageParts parts = ImageParts::kCubin);
   /// The local directory (what `tropical stats`, `clear` and `info` act on).
   LocalStore& primary() noexcept { return *primary_; }
   /// Every tier, in lookup order (the primary first).

@@ -1,0 +1,35 @@
+#pragma once
+
+namespace tropical::jit::exit_guard {
+
+/// Where the exit handler is (re)registered: after the first NVRTC compile of
+/// the process, and after the driver is first used for a background job.
+enum class After { kCompiler, kDriver };
+
+/// Registers, once per point, an exit handler that stops new guarded work and
+/// waits (at most kWaitSeconds) for the guarded work in flight. Exit handlers
+/// run last-registered first, so registering after NVRTC and the driver set up
+/// theirs makes ours run before they tear down. Thread-safe; never throws.
+void arm(After point) noexcept;
+
+/// The longest the exit handler waits for guarded work.
+inline constexpr int kWaitSeconds = 10;
+
+/// True once the process has started to exit (the handler ran).
+bool exiting() noexcept;
+
+/// Guarded work: an NVRTC compile, or a background job that loads modules.
+/// Converts to false if the process is exiting: the work must not start.
+class Scope {
+ public:
+  Scope() noexcept;
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+  explicit operator bool() const noexcept { return entered_; }
+
+ private:
+  bool entered_;
+};
+
+}  // namespace tropical::jit::exit_guard
