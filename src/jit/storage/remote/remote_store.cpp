@@ -246,14 +246,14 @@ void RemoteStore::release(const std::string& lock_key, const std::string& token)
   }
 }
 
-Flight RemoteStore::begin(std::string_view digest_hex) {
-  Flight flight;
+FleetFlight RemoteStore::begin(std::string_view digest_hex) {
+  FleetFlight flight;
   const auto start = Clock::now();
   const auto deadline = start + options_.wait;
   auto delay = std::max(options_.poll, milliseconds(1));
   std::minstd_rand jitter(static_cast<unsigned>(start.time_since_epoch().count()));
   bool waited = false;
-  const auto finish = [&](Flight::Role role) {
+  const auto finish = [&](FleetFlight::Role role) {
     flight.role = role;
     if (waited) {
       add(counters_->lease_wait_ns,
@@ -265,27 +265,27 @@ Flight RemoteStore::begin(std::string_view digest_hex) {
     LookupResult found = lookup(digest_hex);
     if (found.outcome == LookupOutcome::kHit) {
       flight.entry = std::move(found.entry);
-      return finish(Flight::Role::kHit);
+      return finish(FleetFlight::Role::kHit);
     }
     if (found.outcome != LookupOutcome::kMiss && found.outcome != LookupOutcome::kRefused) {
-      return finish(Flight::Role::kAlone);
+      return finish(FleetFlight::Role::kAlone);
     }
     if (options_.may_write()) {
       bool failed = false;
       flight.lease = try_lease(digest_hex, &failed);
-      if (flight.lease.held()) return finish(Flight::Role::kLeader);
-      if (failed) return finish(Flight::Role::kAlone);
+      if (flight.lease.held()) return finish(FleetFlight::Role::kLeader);
+      if (failed) return finish(FleetFlight::Role::kAlone);
     } else {
       // A node that cannot publish takes no lease; it waits only while a writer holds one.
       const CallResult got = call({"EXISTS", lock_key(digest_hex)});
       if (got.status != CallStatus::kOk || got.reply.type != RedisReply::Type::kInteger || got.reply.integer == 0) {
-        return finish(Flight::Role::kAlone);
+        return finish(FleetFlight::Role::kAlone);
       }
     }
     const auto now = Clock::now();
     if (now >= deadline) {
       add(counters_->lease_timeouts);
-      return finish(Flight::Role::kAlone);
+      return finish(FleetFlight::Role::kAlone);
     }
     if (!waited) add(counters_->lease_waits);
     waited = true;

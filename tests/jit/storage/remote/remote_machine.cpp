@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
   }
   if (argc == 5 && std::strcmp(argv[1], "flight") == 0) {
     const std::string digest = argv[2];
-    Flight flight = store.begin(digest);
-    if (flight.role == Flight::Role::kHit) {
+    FleetFlight flight = store.begin(digest);
+    if (flight.role == FleetFlight::Role::kHit) {
       std::printf(flight.entry == "entry of " + digest ? "hit\n" : "wrong\n");
       return 0;
     }
@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     const int fd = open(argv[4], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, "compiled\n", 9) != 9) return 4;
     close(fd);
-    if (flight.role == Flight::Role::kLeader) store.publish(digest, "entry of " + digest);
-    std::printf(flight.role == Flight::Role::kLeader ? "leader\n" : "alone\n");
+    if (flight.role == FleetFlight::Role::kLeader) store.publish(digest, "entry of " + digest);
+    std::printf(flight.role == FleetFlight::Role::kLeader ? "leader\n" : "alone\n");
     return 0;
   }
   std::fprintf(stderr, "usage: remote_machine flight DIGEST COMPILE_MS FILE | hold DIGEST\n");

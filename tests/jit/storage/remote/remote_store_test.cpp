@@ -174,7 +174,7 @@ TEST_F(RemoteStoreTest, reader_without_keys_never_reads_and_never_writes) {
   RemoteStore keyless(base(), warnings_.sink());
   EXPECT_EQ(keyless.lookup(kDigest).outcome, LookupOutcome::kOff);
   EXPECT_EQ(keyless.publish(kDigest, kEntry), PublishOutcome::kNotAllowed);
-  EXPECT_EQ(keyless.begin(kDigest).role, Flight::Role::kAlone);
+  EXPECT_EQ(keyless.begin(kDigest).role, FleetFlight::Role::kAlone);
   EXPECT_EQ(keyless.stats().round_trips, 0u);
   EXPECT_EQ(keyless.stats().hits, 0u);
 }
@@ -214,12 +214,12 @@ TEST_F(RemoteStoreTest, eight_nodes_cold_on_one_key_elect_one_leader) {
   for (int n = 0; n < 8; ++n) {
     nodes.emplace_back([&] {
       RemoteStore store(producer(), warnings_.sink());  // each "machine" its own client
-      Flight flight = store.begin(kDigest);
-      if (flight.role == Flight::Role::kHit) {
+      FleetFlight flight = store.begin(kDigest);
+      if (flight.role == FleetFlight::Role::kHit) {
         if (flight.entry == kEntry) ++hits;
         return;
       }
-      ++(flight.role == Flight::Role::kLeader ? leaders : alone);
+      ++(flight.role == FleetFlight::Role::kLeader ? leaders : alone);
       ++compiles;
       std::this_thread::sleep_for(milliseconds(300));  // the compile
       store.publish(kDigest, kEntry);
@@ -241,9 +241,9 @@ TEST_F(RemoteStoreTest, waiter_gives_up_after_the_wait_bound) {
   o.wait = milliseconds(400);
   RemoteStore waiter(o, warnings_.sink());
   const auto start = Clock::now();
-  const Flight flight = waiter.begin(kDigest);
+  const FleetFlight flight = waiter.begin(kDigest);
   const auto elapsed = Clock::now() - start;
-  EXPECT_EQ(flight.role, Flight::Role::kAlone);
+  EXPECT_EQ(flight.role, FleetFlight::Role::kAlone);
   EXPECT_GE(elapsed, o.wait);
   EXPECT_LE(elapsed, o.wait + milliseconds(300));
   EXPECT_EQ(waiter.stats().lease_timeouts, 1u);
@@ -252,17 +252,17 @@ TEST_F(RemoteStoreTest, waiter_gives_up_after_the_wait_bound) {
 
 TEST_F(RemoteStoreTest, read_only_node_waits_only_while_a_writer_holds_the_lease) {
   RemoteStore node(reader(), warnings_.sink());
-  EXPECT_EQ(node.begin(kDigest).role, Flight::Role::kAlone);  // nobody compiling: at once
+  EXPECT_EQ(node.begin(kDigest).role, FleetFlight::Role::kAlone);  // nobody compiling: at once
   EXPECT_EQ(node.stats().lease_waits, 0u);
   RemoteStore writer(producer(), warnings_.sink());
-  Flight leader = writer.begin(kDigest);
-  ASSERT_EQ(leader.role, Flight::Role::kLeader);
+  FleetFlight leader = writer.begin(kDigest);
+  ASSERT_EQ(leader.role, FleetFlight::Role::kLeader);
   auto waiting = std::async(std::launch::async, [&] { return node.begin(kDigest); });
   std::this_thread::sleep_for(milliseconds(200));
   ASSERT_EQ(writer.publish(kDigest, kEntry), PublishOutcome::kPublished);
   leader.lease.release();
-  const Flight flight = waiting.get();
-  EXPECT_EQ(flight.role, Flight::Role::kHit);
+  const FleetFlight flight = waiting.get();
+  EXPECT_EQ(flight.role, FleetFlight::Role::kHit);
   EXPECT_EQ(flight.entry, kEntry);
 }
 
@@ -271,7 +271,7 @@ TEST_F(RemoteStoreTest, dead_remote_makes_every_flight_compile_alone_within_the_
   ASSERT_EQ(store.publish(kOther, kEntry), PublishOutcome::kPublished);
   server_.signal(SIGSTOP);
   const auto start = Clock::now();
-  EXPECT_EQ(store.begin(kDigest).role, Flight::Role::kAlone);
+  EXPECT_EQ(store.begin(kDigest).role, FleetFlight::Role::kAlone);
   EXPECT_EQ(store.lookup(kOther).outcome, LookupOutcome::kSkipped);
   EXPECT_EQ(store.publish(kOther, kEntry), PublishOutcome::kSkipped);
   const auto elapsed = Clock::now() - start;

@@ -80,7 +80,7 @@ class Lease {
 };
 
 /// The outcome of RemoteStore::begin: use the entry, or compile (holding the lease, or alone).
-struct Flight {
+struct FleetFlight {
   enum class Role {
     kHit,     ///< entry holds the verified entry bytes
     kLeader,  ///< this node holds the lease: compile, publish(), then let the lease go
@@ -115,7 +115,7 @@ class RemoteStore {
   Lease try_lease(std::string_view digest_hex, bool* failed = nullptr);
   /// Single flight across machines: a hit, or the lease, or, after waiting up to `wait` for
   /// another node's entry (polling, the interval doubling from `poll` to 250 ms), compile alone.
-  Flight begin(std::string_view digest_hex);
+  FleetFlight begin(std::string_view digest_hex);
 
   /// The Redis key of digest_hex.
   std::string redis_key(std::string_view digest_hex) const;
