@@ -137,12 +137,20 @@ const CeilingKernel kCeilings[] = {
     {"i32_addsat_max", "int", "max(a, sat_add(b, y))", ""},
     {"i32_clamp_add_max", "int", "max(a, min(max(b, lo), hi) + y)", ""},
     {"i64_add_max", "long long", "max(a, b + y)", "i64"},
+    // MaxMin's multiply-accumulate: NaN-propagating min (one FMNMX.NAN), then max.
+    {"f32_minnan_max", "float", "fmaxf(a, min_nan(b, y))", ""},
+    // AndOr on bytes held one per register: one LOP3 per product.
+    {"u8_and_or", "unsigned char", "(unsigned char)(a | (b & y))", "u8"},
+    // ... and four bytes per 32-bit register (what a packed kernel could reach).
+    {"u8x4_and_or", "unsigned int", "(a | (b & y))", "u8x4"},
 };
 
 std::string ceiling_source() {
   std::string s =
       "__device__ __forceinline__ int sat_add(int a, int b) {\n"
       "  int r; asm(\"add.sat.s32 %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(b)); return r;\n}\n"
+      "__device__ __forceinline__ float min_nan(float a, float b) {\n"
+      "  float r; asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r;\n}\n"
       "template <class T> __device__ __forceinline__ T max(T a, T b) { return a > b ? a : b; }\n"
       "template <class T> __device__ __forceinline__ T min(T a, T b) { return a < b ? a : b; }\n";
   for (const auto& c : kCeilings) {
@@ -193,10 +201,18 @@ void run_ceiling(benchmark::State& state, const CeilingKernel& kernel) {
     ms = median_ms([&] { ceiling_module().launch(fn.c_str(), blocks, threads, args); }, 5);
     state.SetIterationTime(ms * 1e-3);
   }
-  const double macs = double(blocks) * threads * iters * 64;
+  // A packed u8x4 operation is four byte products.
+  const double macs = double(blocks) * threads * iters * 64 * (std::string(kernel.key) == "u8x4" ? 4 : 1);
   const double rate = macs / (ms * 1e-3) / 1e12;
   state.counters["TMAC/s"] = rate;
   if (*kernel.key) ceilings()[kernel.key] = rate;
+}
+
+/// Device memory bandwidth (read + write bytes per second) of a 16-byte copy
+/// of 1 GiB: the memory ceiling of the small batched products.
+double& bandwidth() {
+  static double bytes_per_s = 0;
+  return bytes_per_s;
 }
 
 // ---------------------------------------------------------------- inputs
@@ -224,6 +240,16 @@ extern "C" __global__ void fill_i32(int* p, long long n, unsigned long long seed
     p[i] = lo > hi ? (int)(unsigned)r : (int)(lo + (long long)(r % (unsigned long long)(hi - lo + 1)));
   }
 }
+extern "C" __global__ void fill_u8(unsigned char* p, long long n, unsigned long long seed, long long lo, long long hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = mix(seed ^ (unsigned long long)i);
+    p[i] = lo > hi ? (unsigned char)r : (unsigned char)(lo + (long long)(r % (unsigned long long)(hi - lo + 1)));
+  }
+}
+extern "C" __global__ void copy_x4(const float4* __restrict__ in, float4* __restrict__ out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    out[i] = in[i];
+}
 extern "C" __global__ void fill_i64(long long* p, long long n, unsigned long long seed, long long lo, long long hi) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const unsigned long long r = mix(seed ^ (unsigned long long)i);
@@ -243,18 +269,24 @@ const char* type_name() {
   if constexpr (std::is_same_v<T, double>) return "f64";
   if constexpr (std::is_same_v<T, std::int32_t>) return "i32";
   if constexpr (std::is_same_v<T, std::int64_t>) return "i64";
+  if constexpr (std::is_same_v<T, std::uint8_t>) return "u8";
 }
 
 /// Fills n elements with random data for semiring S: floats uniform in
 /// [-1000, 1000) ([0, 2) for MaxMul); integers over their full range
 /// (non-negative for MaxMul), so saturation really happens, or with `small`
-/// in [-2^29, 2^29) ([0, 2^15) for MaxMul), where no product can overflow.
+/// in [-2^29, 2^29) ([0, 2^15) for MaxMul), where no product can overflow;
+/// bytes (AndOr) any value.
 template <class S, class T>
 void fill(const DeviceMemory& mem, long long n, unsigned long long seed, bool small = false) {
   CUdeviceptr p = mem.get();
   const bool nonneg = S::kMul == MulKind::kMul;
   const std::string fn = std::string("fill_") + type_name<T>();
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    long long lo = 1, hi = 0;
+    void* args[] = {&p, &n, &seed, &lo, &hi};
+    fill_module().launch(fn.c_str(), 1024, 256, args);
+  } else if constexpr (std::is_floating_point_v<T>) {
     double lo = nonneg ? 0.0 : -1000.0, hi = nonneg ? 2.0 : 1000.0;
     void* args[] = {&p, &n, &seed, &lo, &hi};
     fill_module().launch(fn.c_str(), 1024, 256, args);
@@ -318,22 +350,123 @@ void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small =
   report<T>(state, macs, ms);
 }
 
+/// Also reports the bound of a batch of n^3 products: the lower of the ALU
+/// ceiling and memory bandwidth x (MACs per byte moved: A and B read, C
+/// written, and the argmax written if any), and the rate over it.
+template <class T>
+void report_bound(benchmark::State& state, std::int64_t n, double rate, bool argmax) {
+  const auto it = ceilings().find(type_name<T>());
+  if (it == ceilings().end() || bandwidth() == 0) return;
+  const double bytes = 3.0 * n * n * sizeof(T) + (argmax ? double(n) * n * sizeof(std::int32_t) : 0.0);
+  const double memory_bound = bandwidth() * (double(n) * n * n / bytes) / 1e12;
+  const double bound = std::min(it->second, memory_bound);
+  state.counters["bound"] = bound;
+  state.counters["of_bound"] = rate / bound;
+}
+
+/// A batch of n^3 products, C = A (x) B or with an argmax; `tile` forces a
+/// small tile by name ("" lets the library pick by size, as users get).
 template <class S, class T>
-void run_batched(benchmark::State& state, std::int64_t batch, std::int64_t n) {
+void run_batched(benchmark::State& state, std::int64_t batch, std::int64_t n, bool argmax = false,
+                 std::string_view tile = "") {
   if (!need_gpu(state)) return;
   const std::size_t elems = static_cast<std::size_t>(batch * n * n);
   DeviceMemory a(elems * sizeof(T)), b(elems * sizeof(T)), c(elems * sizeof(T));
+  std::unique_ptr<DeviceMemory> idx;
+  if (argmax) idx = std::make_unique<DeviceMemory>(elems * sizeof(std::int32_t));
   fill<S, T>(a, batch * n * n, 3);
   fill<S, T>(b, batch * n * n, 4);
   const double macs = double(batch) * n * n * n;
+  auto id = kernel_id<S, T, Op::kGemmBatched>();
+  for (const auto& info : catalog::kInfo) {
+    if (!tile.empty() && info.base == id && info.variant == tile) id = info.id;
+  }
   double ms = 0;
   for (auto _ : state) {
-    ms = median_ms([&] { gemm_batched<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, n * n, b.as<T>(), n, n * n,
-                                            c.as<T>(), n, n * n, batch); },
+    ms = median_ms(
+        [&] {
+          if (argmax) {
+            gemm_batched_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, n * n, b.as<T>(), n, n * n,
+                                      c.as<T>(), n, n * n, idx->as<std::int32_t>(), n, n * n, batch);
+          } else {
+            detail::launch_gemm_batched(id, sizeof(T), {Trans::kNo, Trans::kNo, n, n, n, n, n, n}, a.as<T>(),
+                                        b.as<T>(), c.as<T>(), nullptr, 0, {n * n, n * n, n * n, 0}, batch,
+                                        {nullptr, nullptr, 0}, nullptr);
+          }
+        },
+        samples_for(macs));
+    state.SetIterationTime(ms * 1e-3);
+  }
+  report<T>(state, macs, ms);
+  report_bound<T>(state, n, macs / (ms * 1e-3) / 1e12, argmax);
+}
+
+void run_bandwidth(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  const long long vectors = (1LL << 30) / 16;
+  DeviceMemory in(static_cast<std::size_t>(vectors) * 16), out(static_cast<std::size_t>(vectors) * 16);
+  CUdeviceptr pin = in.get(), pout = out.get();
+  long long n = vectors;
+  void* args[] = {&pin, &pout, &n};
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { fill_module().launch("copy_x4", static_cast<unsigned>(sm_count() * 8), 256, args); }, 5);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  bandwidth() = 2.0 * static_cast<double>(vectors) * 16 / (ms * 1e-3);
+  state.counters["GB/s"] = bandwidth() / 1e9;
+}
+
+/// C = A (x) B with beta = the zero (C not read) and beta = the one (C = C (+) A (x) B), side by side.
+template <class S, class T>
+void run_beta(benchmark::State& state, std::int64_t n, bool accumulate) {
+  if (!need_gpu(state)) return;
+  static double zero_ms = 0;
+  const std::size_t elems = static_cast<std::size_t>(n * n);
+  DeviceMemory a(elems * sizeof(T)), b(elems * sizeof(T)), c(elems * sizeof(T));
+  fill<S, T>(a, n * n, 1);
+  fill<S, T>(b, n * n, 2);
+  fill<S, T>(c, n * n, 3);
+  const T beta = accumulate ? reference::one<S, T>() : reference::zero<S, T>();
+  const double macs = double(n) * n * n;
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { gemm<S, T>(Trans::kNo, Trans::kNo, n, n, n, reference::one<S, T>(), a.as<T>(), n, b.as<T>(), n,
+                                    beta, c.as<T>(), n); },
                    samples_for(macs));
     state.SetIterationTime(ms * 1e-3);
   }
   report<T>(state, macs, ms);
+  if (!accumulate) zero_ms = ms;
+  if (accumulate && zero_ms > 0) state.counters["time_vs_beta_zero"] = ms / zero_ms;
+}
+
+/// Batched backward passes from a random argmax: G elements of dC per second.
+template <class S, class T>
+void run_backward_batched(benchmark::State& state, std::int64_t batch, std::int64_t n, bool wrt_a) {
+  if (!need_gpu(state)) return;
+  const std::size_t elems = static_cast<std::size_t>(batch * n * n);
+  DeviceMemory gc(elems * sizeof(T)), idx(elems * sizeof(std::int32_t)), operand(elems * sizeof(T)),
+      grad(elems * sizeof(T));
+  fill<S, T>(gc, batch * n * n, 5);
+  fill<S, T>(operand, batch * n * n, 6);
+  fill_indices(idx, batch * n * n, n, 7);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms(
+        [&] {
+          if (wrt_a) {
+            backward_a_batched<S, T>(Trans::kNo, Trans::kNo, n, n, n, gc.as<T>(), n, n * n, idx.as<std::int32_t>(), n,
+                                     n * n, operand.as<T>(), n, n * n, grad.as<T>(), n, n * n, batch);
+          } else {
+            backward_b_batched<S, T>(Trans::kNo, Trans::kNo, n, n, n, gc.as<T>(), n, n * n, idx.as<std::int32_t>(), n,
+                                     n * n, operand.as<T>(), n, n * n, grad.as<T>(), n, n * n, batch);
+          }
+        },
+        5);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["Gelem/s"] = double(batch) * n * n / (ms * 1e-3) / 1e9;
 }
 
 // Backward passes scatter one value per element of dC: reported as G elements
@@ -392,6 +525,9 @@ void register_pair() {
   benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/4096x64").c_str(),
                                [](benchmark::State& s) { run_batched<S, T>(s, 4096, 64); })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(("gemm_batched_argmax/" + suffix + "/4096x64").c_str(),
+                               [](benchmark::State& s) { run_batched<S, T>(s, 4096, 64, true); })
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   if constexpr (std::is_same_v<T, float>) {
     benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/8x2048").c_str(),
                                  [](benchmark::State& s) { run_batched<S, T>(s, 8, 2048); })
@@ -403,6 +539,37 @@ void register_pair() {
                                    [wrt_a](benchmark::State& s) { run_backward<S, T>(s, 8192, wrt_a); })
           ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
     }
+  }
+}
+
+template <class F>
+void add_row(const std::string& name, F f) {
+  benchmark::RegisterBenchmark(name.c_str(), f)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+}
+
+/// The rows of issue 13 (tensor networks): small batches with their bound,
+/// every small tile forced on 4096 x 64^3, batched argmax, beta, backward.
+void register_issue_13() {
+  add_row("issue13/gemm_batched/maxplus/f32/4096x64", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64); });
+  add_row("issue13/gemm_batched/maxplus/f32/16384x32", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 16384, 32); });
+  add_row("issue13/gemm_batched/maxplus/f32/65536x16", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 65536, 16); });
+  for (const char* tile : {"64x64", "32x32", "16x16"}) {
+    add_row(std::string("issue13/gemm_batched/maxplus/f32/4096x64/tile") + tile,
+            [tile](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, false, tile); });
+  }
+  add_row("issue13/gemm_batched_argmax/maxplus/f32/4096x64",
+          [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, true); });
+  add_row("issue13/gemm_batched_argmax/maxplus/f32/16384x32",
+          [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 16384, 32, true); });
+  add_row("issue13/gemm_batched_argmax/maxplus/f32/65536x16",
+          [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 65536, 16, true); });
+  add_row("issue13/gemm_beta_zero/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, false); });
+  add_row("issue13/gemm_beta_one/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, true); });
+  add_row("issue13/gemm/maxmin/f32/8192", [](benchmark::State& s) { run_gemm<MaxMin, float>(s, 8192, false); });
+  add_row("issue13/gemm/andor/u8/8192", [](benchmark::State& s) { run_gemm<AndOr, std::uint8_t>(s, 8192, false); });
+  for (const bool wrt_a : {true, false}) {
+    add_row(std::string("issue13/backward_") + (wrt_a ? "a" : "b") + "_batched/maxplus/f32/4096x64",
+            [wrt_a](benchmark::State& s) { run_backward_batched<MaxPlus, float>(s, 4096, 64, wrt_a); });
   }
 }
 
@@ -422,12 +589,20 @@ void register_all() {
       if (type == "float") run_ceiling<float>(s, kernel);
       else if (type == "double") run_ceiling<double>(s, kernel);
       else if (type == "int") run_ceiling<int>(s, kernel);
+      else if (type == "unsigned char") run_ceiling<unsigned char>(s, kernel);
+      else if (type == "unsigned int") run_ceiling<unsigned int>(s, kernel);
       else run_ceiling<long long>(s, kernel);
     })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("ceiling/memory_copy", run_bandwidth)
+      ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   register_semiring<MaxPlus>();
   register_semiring<MinPlus>();
   register_semiring<MaxMul>();
+  register_semiring<MaxMin>();
+  register_semiring<MinMax>();
+  register_pair<AndOr, std::uint8_t>();
+  register_issue_13();
 }
 
 }  // namespace

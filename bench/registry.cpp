@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,8 @@
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
+#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/jit/storage/sha256.hpp"
 #include "tropical/gemm.hpp"
 #include "tropical/runtime.hpp"
 
@@ -22,13 +25,14 @@ using namespace tropical;
 constexpr std::uint32_t kKernel = 0;  // tropical_gemm_maxplus_f32
 
 std::filesystem::path bench_cache_dir() {
-  static const std::filesystem::path dir = [] {
+  // Never destroyed: the atexit handler that removes it runs after static destructors registered later.
+  static const std::filesystem::path* const dir = [] {
     std::string pattern = (std::filesystem::temp_directory_path() / "tropical-bench-XXXXXX").string();
-    std::filesystem::path made(mkdtemp(pattern.data()));
+    auto* made = new std::filesystem::path(mkdtemp(pattern.data()));
     std::atexit([] { std::filesystem::remove_all(bench_cache_dir()); });
     return made;
   }();
-  return dir;
+  return *dir;
 }
 
 jit::CacheConfig bench_cache() {
@@ -155,7 +159,7 @@ BENCHMARK(BM_warm_first_use_from_disk)->Arg(0)->Arg(static_cast<int>(catalog::Ke
 void disk_read_and_verify(benchmark::State& state, jit::ImageParts parts) {
   jit::Registry fill(catalog::kKernels, bench_cache());
   fill.image(kKernel, 90);
-  jit::DiskCache disk(bench_cache());
+  jit::LocalStore disk(bench_cache());
   const jit::CacheKey key = fill.cache_key(kKernel, 90);
   std::size_t bytes = 0;
   for (auto _ : state) {
@@ -182,17 +186,66 @@ void BM_disk_read_and_verify_with_ptx(benchmark::State& state) {
 }
 BENCHMARK(BM_disk_read_and_verify_with_ptx)->Unit(benchmark::kMicrosecond);
 
+// Read + verify of a synthetic entry the size of the catalog's typical one
+// (77,552 bytes of CUBIN, as tropical_gemm_maxplus_f32 for sm_90, and 138 kB of
+// PTX left unread): CPU only, needs neither NVRTC nor a GPU. Target <= 60 us.
+void BM_entry_read_and_verify_77kB(benchmark::State& state) {
+  jit::CacheConfig config;
+  config.dir = bench_cache_dir() / "synthetic";
+  jit::LocalStore disk(config);
+  const jit::CacheKey key{"tropical_synthetic_f32", std::string(64, 'a'), jit::compile_options(90), 90, "bench"};
+  jit::CompiledImage image;
+  image.cubin.resize(77'552);
+  for (std::size_t i = 0; i < image.cubin.size(); ++i) image.cubin[i] = static_cast<std::byte>(i * 131 + (i >> 9));
+  image.ptx.assign(138'113, 'p');
+  disk.get_or_compile(key, [&] { return image; });
+  for (auto _ : state) {
+    auto loaded = disk.load(key);
+    if (!loaded) {
+      state.SkipWithError("disk cache miss");
+      break;
+    }
+    benchmark::DoNotOptimize(loaded);
+  }
+  state.counters["entry_bytes"] = static_cast<double>(std::filesystem::file_size(disk.entry_path(key)));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(image.cubin.size()));
+}
+BENCHMARK(BM_entry_read_and_verify_77kB)->Unit(benchmark::kMicrosecond);
+
+// Its parts: the entry checksum (GMAC) and, for scale, SHA-256 over the same 77,552 bytes.
+void BM_checksum_77kB(benchmark::State& state) {
+  const std::string bytes(77'552, 'c');
+  for (auto _ : state) benchmark::DoNotOptimize(jit::Checksum::of(bytes));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
+}
+BENCHMARK(BM_checksum_77kB)->Unit(benchmark::kMicrosecond);
+
+void BM_sha256_77kB(benchmark::State& state) {
+  const std::string bytes(77'552, 'c');
+  for (auto _ : state) benchmark::DoNotOptimize(jit::Sha256::of(bytes));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
+}
+BENCHMARK(BM_sha256_77kB)->Unit(benchmark::kMicrosecond);
+
 // Cold first use without a GPU: empty disk cache, so look up, lock, compile,
 // write. Target: <= 1.2 x the bare compile below (run with CUDA_CACHE_DISABLE=1).
+// Every iteration of every repetition gets a directory never used before (the
+// counter outlives the benchmark function, which --benchmark_repetitions calls
+// again), and a hit instead of a compile fails the run.
 void BM_cold_first_use_image(benchmark::State& state) {
-  int round = 0;
+  static std::atomic<int> round{0};
   for (auto _ : state) {
     state.PauseTiming();
     jit::CacheConfig config;
     config.dir = bench_cache_dir() / ("cold-" + std::to_string(round++));
+    std::filesystem::remove_all(config.dir);
     state.ResumeTiming();
     jit::Registry fresh(catalog::kKernels, config);
     benchmark::DoNotOptimize(fresh.image(kKernel, 90));
+    state.PauseTiming();
+    if (fresh.stats()[kKernel].compiles != 1) state.SkipWithError("not cold: the image came from disk");
+    std::filesystem::remove_all(config.dir);
+    state.ResumeTiming();
   }
 }
 BENCHMARK(BM_cold_first_use_image)->Unit(benchmark::kMillisecond)->Iterations(5);

@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   race.work_ms = ms_since(t);
   jit::CacheConfig e_config;
   e_config.dir = root / "e";
-  const auto machine = jit::DiskCache(e_config).machine_stats();
+  const auto machine = jit::LocalStore(e_config).machine_stats();
   row("(e)  8 processes cold on one key", race, "wall time for all 8");
   std::printf("     compiles machine-wide: %llu (want 1), slowest process %.1f ms\n",
               static_cast<unsigned long long>(machine.compiles), slowest);

@@ -25,10 +25,13 @@ OP_TEMPLATE = {
     spec.Op.BACKWARD_A: "backward_a.cu.j2",
     spec.Op.BACKWARD_B: "backward_b.cu.j2",
     spec.Op.GEMM_BATCHED: "gemm_batched.cu.j2",
+    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched.cu.j2",
+    spec.Op.BACKWARD_A_BATCHED: "backward_a_batched.cu.j2",
+    spec.Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
 }
 
-ADD_ENUM = {"max": "kMax", "min": "kMin"}
-MUL_ENUM = {"add": "kAdd", "mul": "kMul"}
+ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}
+MUL_ENUM = {"add": "kAdd", "mul": "kMul", "min": "kMin", "max": "kMax", "and": "kAnd"}
 IDENTITY_ENUM = {"lowest": "kLowest", "highest": "kHighest", "zero": "kZero", "one": "kOne"}
 
 
@@ -49,6 +52,7 @@ def render_fragment(env, kernel):
         template_name=template_name,
         k=kernel,
         op=kernel.op.value,
+        argmax=kernel.op in spec.ARGMAX_OPS,
         type=t.value,
         semiring_doc=spec.SEMIRING_DOC[s],
         value_t=spec.TYPE_DEVICE[t],
@@ -72,6 +76,7 @@ def build_kernels(env):
         k.op_enum = spec.OP_ENUM[k.op]
         k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
         k.type_host = spec.TYPE_HOST[k.type]
+        k.base = next(b for b in kernels if (b.op, b.semiring, b.type, b.tile) == (k.op, k.semiring, k.type, None))
         k.source = render_fragment(env, k)
         if ")TROPICAL_SRC" in k.source:
             raise SystemExit(f"{k.name}: fragment contains the raw-string delimiter")
@@ -94,7 +99,11 @@ def header_context(kernels):
     ]
     ops = [{"enum": spec.OP_ENUM[o], "short": o.value} for o in spec.Op]
     types = [{"host": spec.TYPE_HOST[t], "short": t.value} for t in spec.Type]
-    return {"semirings": semirings, "ops": ops, "types": types, "kernels": kernels}
+    pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]]
+    defaults = [k for k in kernels if not k.variant]
+    small = [k for k in kernels if k.variant]
+    return {"semirings": semirings, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
+            "defaults": defaults, "small": small}
 
 
 def write_if_changed(path, text):

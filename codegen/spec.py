@@ -5,6 +5,7 @@ parallel tables (the short name used in symbols, the C++ spelling). Templates
 only lay the code out; adding a kernel means editing this module.
 """
 
+import collections
 import enum
 import itertools
 
@@ -13,6 +14,9 @@ class Semiring(enum.Enum):
     MAXPLUS = "maxplus"
     MINPLUS = "minplus"
     MAXMUL = "maxmul"
+    MAXMIN = "maxmin"
+    MINMAX = "minmax"
+    ANDOR = "andor"
 
 
 class Type(enum.Enum):
@@ -20,6 +24,7 @@ class Type(enum.Enum):
     F64 = "f64"
     I32 = "i32"
     I64 = "i64"
+    U8 = "u8"
 
 
 class Op(enum.Enum):
@@ -28,6 +33,9 @@ class Op(enum.Enum):
     BACKWARD_A = "backward_a"
     BACKWARD_B = "backward_b"
     GEMM_BATCHED = "gemm_batched"
+    GEMM_BATCHED_ARGMAX = "gemm_batched_argmax"
+    BACKWARD_A_BATCHED = "backward_a_batched"
+    BACKWARD_B_BATCHED = "backward_b_batched"
 
 
 # C++ tag type of each semiring (tropical::MaxPlus, ...).
@@ -35,21 +43,31 @@ SEMIRING_TAG = {
     Semiring.MAXPLUS: "MaxPlus",
     Semiring.MINPLUS: "MinPlus",
     Semiring.MAXMUL: "MaxMul",
+    Semiring.MAXMIN: "MaxMin",
+    Semiring.MINMAX: "MinMax",
+    Semiring.ANDOR: "AndOr",
 }
 
-# The semiring's addition: "max" or "min". The winner of a reduction is the
-# element that is strictly better than every earlier one (ties: smallest k).
+# The semiring's addition: "max", "min" or "or". The winner of a reduction is
+# the element that is strictly better than every earlier one (ties: smallest
+# k); for "or" that is the first true product.
 SEMIRING_ADD = {
     Semiring.MAXPLUS: "max",
     Semiring.MINPLUS: "min",
     Semiring.MAXMUL: "max",
+    Semiring.MAXMIN: "max",
+    Semiring.MINMAX: "min",
+    Semiring.ANDOR: "or",
 }
 
-# The semiring's multiplication: "add" or "mul".
+# The semiring's multiplication: "add", "mul", "min", "max" or "and".
 SEMIRING_MUL = {
     Semiring.MAXPLUS: "add",
     Semiring.MINPLUS: "add",
     Semiring.MAXMUL: "mul",
+    Semiring.MAXMIN: "min",
+    Semiring.MINMAX: "max",
+    Semiring.ANDOR: "and",
 }
 
 # The additive identity (zero) and multiplicative identity (one), as names of
@@ -59,17 +77,37 @@ SEMIRING_ZERO = {
     Semiring.MAXPLUS: "lowest",
     Semiring.MINPLUS: "highest",
     Semiring.MAXMUL: "zero",
+    Semiring.MAXMIN: "lowest",
+    Semiring.MINMAX: "highest",
+    Semiring.ANDOR: "zero",
 }
 SEMIRING_ONE = {
     Semiring.MAXPLUS: "zero",
     Semiring.MINPLUS: "zero",
     Semiring.MAXMUL: "one",
+    Semiring.MAXMIN: "highest",
+    Semiring.MINMAX: "lowest",
+    Semiring.ANDOR: "one",
 }
 
 SEMIRING_DOC = {
     Semiring.MAXPLUS: "(max, +), zero -inf, one 0",
     Semiring.MINPLUS: "(min, +), zero +inf, one 0",
     Semiring.MAXMUL: "(max, *), zero 0, one 1; defined on non-negative values",
+    Semiring.MAXMIN: "(max, min), zero -inf, one +inf; bottleneck (widest) paths",
+    Semiring.MINMAX: "(min, max), zero +inf, one -inf; minimax paths",
+    Semiring.ANDOR: "(or, and) over bytes, zero false (0), one true (1); any non-zero byte is true, results are 0 or 1",
+}
+
+# The element types each semiring is generated for.
+NUMBER_TYPES = [Type.F32, Type.F64, Type.I32, Type.I64]
+SEMIRING_TYPES = {
+    Semiring.MAXPLUS: NUMBER_TYPES,
+    Semiring.MINPLUS: NUMBER_TYPES,
+    Semiring.MAXMUL: NUMBER_TYPES,
+    Semiring.MAXMIN: NUMBER_TYPES,
+    Semiring.MINMAX: NUMBER_TYPES,
+    Semiring.ANDOR: [Type.U8],
 }
 
 # Spelling of each element type in a fragment (NVRTC, no system headers) and
@@ -79,14 +117,16 @@ TYPE_DEVICE = {
     Type.F64: "double",
     Type.I32: "int",
     Type.I64: "long long",
+    Type.U8: "unsigned char",
 }
 TYPE_HOST = {
     Type.F32: "float",
     Type.F64: "double",
     Type.I32: "std::int32_t",
     Type.I64: "std::int64_t",
+    Type.U8: "std::uint8_t",
 }
-TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False}
+TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False, Type.U8: False}
 
 # C++ enumerator of each operation (tropical::Op::kGemm, ...).
 OP_ENUM = {
@@ -95,47 +135,73 @@ OP_ENUM = {
     Op.BACKWARD_A: "kBackwardA",
     Op.BACKWARD_B: "kBackwardB",
     Op.GEMM_BATCHED: "kGemmBatched",
+    Op.GEMM_BATCHED_ARGMAX: "kGemmBatchedArgmax",
+    Op.BACKWARD_A_BATCHED: "kBackwardABatched",
+    Op.BACKWARD_B_BATCHED: "kBackwardBBatched",
 }
 
-# Which element types each operation exists for. Backward passes carry
-# gradients, so they exist for floating-point types only.
-OP_TYPES = {
-    Op.GEMM: list(Type),
-    Op.GEMM_ARGMAX: list(Type),
-    Op.BACKWARD_A: [Type.F32, Type.F64],
-    Op.BACKWARD_B: [Type.F32, Type.F64],
-    Op.GEMM_BATCHED: list(Type),
-}
+BACKWARD_OPS = (Op.BACKWARD_A, Op.BACKWARD_B, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
+BATCHED_OPS = (Op.GEMM_BATCHED, Op.GEMM_BATCHED_ARGMAX, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
+ARGMAX_OPS = (Op.GEMM_ARGMAX, Op.GEMM_BATCHED_ARGMAX)
+
+# Backward passes carry gradients routed through the argmax, so they exist
+# for floating-point types and for semirings whose product has a derivative
+# in its operands (+ and *). MaxMin/MinMax (the product selects an operand; a
+# gradient would be a subgradient choice) and AndOr (booleans) have none.
+# Every product op (gemm, argmax, batched, batched argmax) exists for every
+# semiring x type of SEMIRING_TYPES: the argmax is the first k whose product
+# wins, which for MaxMin/MinMax is the bottleneck's witness and for AndOr the
+# first k with a(i, k) and b(k, j) both true.
+BACKWARD_SEMIRINGS = [Semiring.MAXPLUS, Semiring.MINPLUS, Semiring.MAXMUL]
+BACKWARD_TYPES = [Type.F32, Type.F64]
+
+
+def exists(op, semiring, type_):
+    """True if the catalog has op for this semiring and element type."""
+    if type_ not in SEMIRING_TYPES[semiring]:
+        return False
+    if op in BACKWARD_OPS:
+        return semiring in BACKWARD_SEMIRINGS and type_ in BACKWARD_TYPES
+    return True
 
 # The seed catalog every build must contain (checked by the codegen test).
+_SEED_SEMIRINGS = (Semiring.MAXPLUS, Semiring.MINPLUS, Semiring.MAXMUL)
 SEED = (
-    [(Op.GEMM, s, t) for s in Semiring for t in Type]
-    + [(Op.GEMM_ARGMAX, s, t) for s in Semiring for t in Type]
+    [(Op.GEMM, s, t) for s in _SEED_SEMIRINGS for t in NUMBER_TYPES]
+    + [(Op.GEMM_ARGMAX, s, t) for s in _SEED_SEMIRINGS for t in NUMBER_TYPES]
     + [(Op.BACKWARD_A, Semiring.MAXPLUS, t) for t in (Type.F32, Type.F64)]
     + [(Op.BACKWARD_B, Semiring.MAXPLUS, t) for t in (Type.F32, Type.F64)]
-    + [(Op.GEMM_BATCHED, s, Type.F32) for s in Semiring]
+    + [(Op.GEMM_BATCHED, s, Type.F32) for s in _SEED_SEMIRINGS]
 )
 
 
 class Kernel:
-    """One entry of the catalog: an operation on one semiring and one element type."""
+    """One entry of the catalog: an operation on one semiring and one element
+    type, with the default tile (tile is None) or a small tile of SMALL_TILES."""
 
-    def __init__(self, index, op, semiring, type_):
+    def __init__(self, index, op, semiring, type_, tile=None):
         self.id = index
         self.op = op
         self.semiring = semiring
         self.type = type_
+        self.tile = tile
+
+    @property
+    def variant(self):
+        """"" for the default tile, else "<tile_m>x<tile_n>"."""
+        return "" if self.tile is None else f"{self.tile.tile_m}x{self.tile.tile_n}"
 
     @property
     def name(self):
         """The procedural name: symbol, registry name and part of the cache key."""
-        return f"tropical_{self.op.value}_{self.semiring.value}_{self.type.value}"
+        return kernel_name(self.op, self.semiring, self.type) + (f"_{self.variant}" if self.variant else "")
 
     @property
     def enumerator(self):
-        """The KernelId enumerator, e.g. kGemmMaxplusF32."""
+        """The KernelId enumerator, e.g. kGemmMaxplusF32 or kGemmBatchedMaxplusF32Tile16x16."""
         parts = self.op.value.split("_") + [self.semiring.value, self.type.value]
-        return "k" + "".join(p.capitalize() for p in parts)
+        suffix = f"Tile{self.variant}" if self.variant else ""
+        return "k" + "".join(p.capitalize() for p in parts) + suffix
 
 
 def kernel_name(op, semiring, type_):
@@ -143,14 +209,17 @@ def kernel_name(op, semiring, type_):
 
 
 def catalog():
-    """Every kernel, in id order: ops, then semirings, then types."""
-    combos = [
-        (op, s, t)
-        for op in Op
-        for s, t in itertools.product(Semiring, Type)
-        if t in OP_TYPES[op]
-    ]
-    return [Kernel(i, op, s, t) for i, (op, s, t) in enumerate(combos)]
+    """Every kernel, in id order: ops, then semirings, then types, each
+    default tile followed by its small tiles (smallest first)."""
+    kernels = []
+    for op in Op:
+        for s, t in itertools.product(Semiring, Type):
+            if not exists(op, s, t):
+                continue
+            kernels.append(Kernel(len(kernels), op, s, t))
+            for tile in SMALL_TILES.get(op, {}).get(t, []):
+                kernels.append(Kernel(len(kernels), op, s, t, tile))
+    return kernels
 
 
 # Per-type constants and functions a fragment uses, spelled for NVRTC with no
@@ -161,47 +230,75 @@ TYPE_LOWEST = {
     Type.F64: "__longlong_as_double(0xfff0000000000000ULL)",
     Type.I32: "(-2147483647 - 1)",
     Type.I64: "(-9223372036854775807LL - 1)",
+    Type.U8: "(unsigned char)0",
 }
 TYPE_HIGHEST = {
     Type.F32: "__int_as_float(0x7f800000)",
     Type.F64: "__longlong_as_double(0x7ff0000000000000ULL)",
     Type.I32: "2147483647",
     Type.I64: "9223372036854775807LL",
+    Type.U8: "(unsigned char)255",
 }
 # IEEE maximum/minimum: a NaN operand is ignored unless both are NaN.
 TYPE_FMAX = {Type.F32: "fmaxf", Type.F64: "fmax"}
 TYPE_FMIN = {Type.F32: "fminf", Type.F64: "fmin"}
 
 
-# Bytes of one element, which sets the 16-byte vector width (elements per
-# vector) of global and shared-memory accesses.
-TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8}
+# Bytes of one element, and of the vector (global and shared-memory accesses)
+# a tile uses unless it says otherwise: 16 bytes; bytes (AndOr) use 4-byte
+# vectors so that a thread tile of 8 x 8 stays whole vectors.
+TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8, Type.U8: 1}
+TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U8: 4}
 
-# Tiling of the products, per operation and element type: each block computes
-# a tile_m x tile_n tile of C, walking k in steps of tile_k through
-# double-buffered shared memory; each of its threads owns thread_m x thread_n
-# elements of the tile in registers. min_blocks is the residency the register
-# budget is fitted to (__launch_bounds__). The argmax tiles are narrower
+# A tiling of a product: each block computes a tile_m x tile_n tile of C,
+# walking k in steps of tile_k through double-buffered shared memory; each of
+# its threads owns thread_m x thread_n elements of the tile in registers.
+# min_blocks is the residency the register budget is fitted to
+# (__launch_bounds__); vec_bytes, if set, the vector width (else the type's).
+Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes",
+                              defaults=(None,))
+
+# Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries a running chunk maximum and an index.
 GEMM_TILES = {
-    # op: {type: (tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks)}
     Op.GEMM: {
-        Type.F32: (128, 128, 16, 8, 8, 2),
-        Type.I32: (128, 128, 8, 8, 8, 2),
-        Type.F64: (128, 64, 8, 8, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.F32: Tile(128, 128, 16, 8, 8, 2),
+        Type.I32: Tile(128, 128, 8, 8, 8, 2),
+        Type.F64: Tile(128, 64, 8, 8, 4, 2),
+        Type.I64: Tile(64, 64, 8, 4, 4, 2),
+        Type.U8: Tile(128, 128, 16, 8, 8, 2),
     },
     Op.GEMM_ARGMAX: {
-        Type.F32: (64, 64, 16, 4, 4, 2),
-        Type.I32: (64, 64, 16, 4, 4, 2),
-        Type.F64: (64, 64, 8, 4, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.F32: Tile(64, 64, 16, 4, 4, 2),
+        Type.I32: Tile(64, 64, 16, 4, 4, 2),
+        Type.F64: Tile(64, 64, 8, 4, 4, 2),
+        Type.I64: Tile(64, 64, 8, 4, 4, 2),
+        Type.U8: Tile(64, 64, 16, 4, 4, 2),
     },
     Op.GEMM_BATCHED: {
-        Type.F32: (64, 64, 16, 4, 4, 4),
-        Type.I32: (64, 64, 16, 4, 4, 4),
-        Type.F64: (64, 64, 8, 4, 4, 2),
-        Type.I64: (64, 64, 8, 4, 4, 2),
+        Type.F32: Tile(64, 64, 16, 4, 4, 4),
+        Type.I32: Tile(64, 64, 16, 4, 4, 4),
+        Type.F64: Tile(64, 64, 8, 4, 4, 2),
+        Type.I64: Tile(64, 64, 8, 4, 4, 2),
+        Type.U8: Tile(64, 64, 16, 4, 4, 4),
+    },
+}
+GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
+
+# Small tiles of the batched products, smallest first. The launcher takes the
+# first whose tile holds the whole m x n of one product (one block per
+# product, no idle threads), else the default tile: batches of 16^3 and 32^3
+# products are memory-bound and a 64 x 64 tile would leave 3/4 or 15/16 of
+# its threads idle; 64^3 products get 8 x 8 thread tiles (twice the MACs per
+# shared-memory read of the default 4 x 4) in blocks of 64 threads.
+SMALL_TILES = {
+    Op.GEMM_BATCHED: {
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 8, 8, 6)],
+        Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
+    },
+    Op.GEMM_BATCHED_ARGMAX: {
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8)],
+        Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
 
@@ -211,21 +308,30 @@ GEMM_TILES = {
 WARP_LANES_N = 8
 WARP_LANES_M = 4
 
+# Batched backward passes: one thread per row (backward_a) or column
+# (backward_b) of a product, in blocks of this many threads.
+BACKWARD_BATCHED_THREADS = 128
+
 
 def launch(kernel):
     """Launch geometry of a kernel: threads per block (x, y) and the C tile one
     block computes (rows x cols). The host API derives the grid from it. Tiled
     kernels also get the k step, the thread tile, the vector width in elements
     and the residency they are fitted to."""
+    if kernel.op in (Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED):
+        # One thread per row of dA / column of dB; grid x covers them, z the batch.
+        threads = BACKWARD_BATCHED_THREADS
+        return {"block_x": threads, "block_y": 1, "tile_m": 1, "tile_n": threads, "smem_bytes": 0}
     tiles = GEMM_TILES.get(kernel.op)
     if tiles is None:
         # Backward passes: one thread per element of dC.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks = tiles[kernel.type]
-    vec = 16 // TYPE_BYTES[kernel.type]
+    tile = kernel.tile or tiles[kernel.type]
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes = tile
+    vec = (vec_bytes or TYPE_VEC_BYTES[kernel.type]) // TYPE_BYTES[kernel.type]
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
     threads = block_x * block_y
-    assert tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
+    assert vec >= 1 and tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
     assert thread_m % vec == 0 and thread_n % vec == 0 and tile_k % vec == 0, kernel.name
     assert block_x % WARP_LANES_N == 0 and block_y % WARP_LANES_M == 0 and threads % 32 == 0, kernel.name
     # Every thread stages the same number of whole vectors of each operand tile.

@@ -37,6 +37,43 @@ void check_shape(const Problem& p) {
   }
 }
 
+/// Elements from the first to one past the last element of a rows x cols
+/// matrix with leading dimension ld ((rows - 1) * ld + cols; 0 if empty),
+/// checked so that it and its size in bytes fit 64 bits.
+std::int64_t extent(const char* name, Stored s, std::int64_t ld, std::size_t elem_size) {
+  if (s.rows == 0 || s.cols == 0) return 0;
+  std::int64_t e = 0, bytes = 0;
+  if (__builtin_mul_overflow(s.rows - 1, ld, &e) || __builtin_add_overflow(e, s.cols, &e) ||
+      __builtin_mul_overflow(e, static_cast<std::int64_t>(elem_size), &bytes)) {
+    invalid(std::string(name) + ": " + std::to_string(s.rows) + " rows with leading dimension " +
+            std::to_string(ld) + " overflow 64 bits");
+  }
+  return e;
+}
+
+/// Checks that `batch` products of `extent` elements, `stride` apart, are
+/// addressable in 64 bits ((batch - 1) * stride + extent, in bytes); with
+/// `disjoint`, also that they do not overlap (stride >= extent).
+void check_batch(const char* name, std::int64_t stride, std::int64_t extent, std::int64_t batch,
+                 std::size_t elem_size, bool disjoint) {
+  if (stride < 0) invalid("negative " + std::string(name) + " = " + std::to_string(stride));
+  if (batch <= 1 || extent == 0) return;
+  if (disjoint && stride < extent) {
+    invalid(std::string(name) + " = " + std::to_string(stride) + " makes the products of the batch overlap");
+  }
+  std::int64_t last = 0;
+  if (__builtin_mul_overflow(batch - 1, stride, &last) || __builtin_add_overflow(last, extent, &last) ||
+      __builtin_mul_overflow(last, static_cast<std::int64_t>(elem_size), &last)) {
+    invalid(std::string(name) + " = " + std::to_string(stride) + " times a batch of " + std::to_string(batch) +
+            " overflows 64 bits");
+  }
+}
+
+/// Rejects a null pointer, before any overlap check can mistake it for one.
+void check_non_null(const void* ptr, const char* name) {
+  if (ptr == nullptr) invalid(std::string(name) + " is null");
+}
+
 /// The device ordinal owning ptr; rejects null, host-only and unknown memory.
 int device_of(const void* ptr, const char* name) {
   if (ptr == nullptr) invalid(std::string(name) + " is null");
@@ -113,48 +150,82 @@ void launch(catalog::KernelId id, int device, Grid grid, CUstream stream, void**
 
 int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
 
-/// Checks the shape and leading dimensions of C = op(A) (x) op(B).
-void check_product(const Problem& p) {
+/// Extents (elements spanned) of the operands of one product.
+struct Extents {
+  std::int64_t a, b, c;
+};
+
+/// Checks the shape, leading dimensions and 64-bit extents of C = op(A) (x) op(B).
+Extents check_product(const Problem& p, std::size_t elem_size) {
   check_shape(p);
   check_ld("lda", p.lda, stored(p.ta, p.m, p.k));
   check_ld("ldb", p.ldb, stored(p.tb, p.k, p.n));
   check_ld("ldc", p.ldc, {p.m, p.n});
+  return {extent("A", stored(p.ta, p.m, p.k), p.lda, elem_size), extent("B", stored(p.tb, p.k, p.n), p.ldb, elem_size),
+          extent("C", {p.m, p.n}, p.ldc, elem_size)};
 }
 
-/// Adds the operands of a non-empty product (A and B only if k > 0) to a device check.
+/// Rejects null operands of a non-empty product (A and B only if k > 0), then
+/// C in place of A or B, and argmax (if not null) in place of any of them.
+/// Runs before any driver call, so these errors need no GPU.
+void check_operands(const Problem& p, const void* a, const void* b, const void* c, const void* argmax) {
+  if (p.k > 0) {
+    check_non_null(a, "A");
+    check_non_null(b, "B");
+  }
+  check_non_null(c, "C");
+  // Blocks write C while others still read A and B: no in-place products.
+  if (p.k > 0 && (c == a || c == b)) invalid("C must not overlap A or B (write the product to another buffer)");
+  if (argmax != nullptr && (argmax == c || (p.k > 0 && (argmax == a || argmax == b)))) {
+    invalid("argmax must not overlap A, B or C");
+  }
+}
+
+/// Adds the operands of a checked, non-empty product to a device check.
 void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
   if (p.k > 0) {
-    // Blocks write C while others still read A and B: no in-place products.
-    if (c == a || c == b) invalid("C must not overlap A or B (write the product to another buffer)");
     devices.add(a, "A");
     devices.add(b, "B");
   }
   devices.add(c, "C");
 }
 
+/// The argmax of a product: checks k, ldargmax and the extent; returns the extent.
+std::int64_t check_argmax(const Problem& p, std::int64_t ldargmax) {
+  if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
+  check_ld("ldargmax", ldargmax, {p.m, p.n});
+  return extent("argmax", {p.m, p.n}, ldargmax, sizeof(std::int32_t));
+}
+
 }  // namespace
 
-void launch_gemm(catalog::KernelId id, std::size_t, const Problem& p, const void* a, const void* b,
-                 void* c, CUstream stream) {
-  check_product(p);
+void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a, const void* b,
+                 void* c, const Scaling& scaling, CUstream stream) {
+  check_product(p, elem_size);
   if (p.m == 0 || p.n == 0) return;
+  check_operands(p, a, b, c, nullptr);
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb};
+  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
+  // alpha and beta are read only when flags say so; an unused one still needs
+  // a value of the element's size for the kernel's parameter list.
+  const std::uint64_t unused = 0;
+  void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
+  void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
+  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
   launch(id, device, grid_for(id, p.m, p.n), stream, args);
 }
 
-void launch_gemm_argmax(catalog::KernelId id, std::size_t, const Problem& p, const void* a,
+void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
                         CUstream stream) {
-  check_product(p);
-  if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
-  check_ld("ldargmax", ldargmax, {p.m, p.n});
+  check_product(p, elem_size);
+  check_argmax(p, ldargmax);
   if (p.m == 0 || p.n == 0) return;
-  if (argmax == c || argmax == a || argmax == b) invalid("argmax must not overlap A, B or C");
+  check_non_null(argmax, "argmax");
+  check_operands(p, a, b, c, argmax);
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   devices.add(argmax, "argmax");
@@ -165,49 +236,88 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t, const Problem& p, con
   launch(id, device, grid_for(id, p.m, p.n), stream, args);
 }
 
+namespace {
+
+/// The checked shapes of a backward pass.
+struct BackwardShape {
+  bool wrt_a;
+  Stored grad, other;  // the gradient (stored like its operand) and the other operand
+  std::int64_t grad_extent, gc_extent, argmax_extent, other_extent;
+};
+
+BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p, std::int64_t ldgc,
+                             std::int64_t ldargmax, bool reads_operand, std::int64_t ld_operand,
+                             std::int64_t ldgrad) {
+  check_shape(p);
+  const Op op = catalog::kInfo[static_cast<std::size_t>(id)].op;
+  BackwardShape s{};
+  s.wrt_a = op == Op::kBackwardA || op == Op::kBackwardABatched;
+  // The gradient has the stored shape of the operand it belongs to; the other
+  // operand (read for MaxMul only) has its own.
+  s.grad = s.wrt_a ? stored(p.ta, p.m, p.k) : stored(p.tb, p.k, p.n);
+  s.other = s.wrt_a ? stored(p.tb, p.k, p.n) : stored(p.ta, p.m, p.k);
+  check_ld("ldgc", ldgc, {p.m, p.n});
+  check_ld("ldargmax", ldargmax, {p.m, p.n});
+  check_ld(s.wrt_a ? "ldga" : "ldgb", ldgrad, s.grad);
+  if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
+  s.grad_extent = extent(s.wrt_a ? "grad_a" : "grad_b", s.grad, ldgrad, elem_size);
+  s.gc_extent = extent("grad_c", {p.m, p.n}, ldgc, elem_size);
+  s.argmax_extent = extent("argmax", {p.m, p.n}, ldargmax, sizeof(std::int32_t));
+  if (reads_operand) {
+    check_ld(s.wrt_a ? "ldb" : "lda", ld_operand, s.other);
+    s.other_extent = extent(s.wrt_a ? "B" : "A", s.other, ld_operand, elem_size);
+  }
+  return s;
+}
+
+/// Null and overlap checks of a backward pass, then the common device.
+int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
+                    bool reads_operand, const void* operand, const void* grad, CUstream stream) {
+  const char* grad_name = s.wrt_a ? "grad_a" : "grad_b";
+  const char* operand_name = s.wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)";
+  check_non_null(grad, grad_name);
+  if (reads_c) {
+    check_non_null(grad_c, "grad_c");
+    check_non_null(argmax, "argmax");
+    if (reads_operand) check_non_null(operand, operand_name);
+    if (grad == grad_c || grad == argmax || (reads_operand && grad == operand)) {
+      invalid("the gradient must not overlap grad_c, argmax or the operand");
+    }
+  }
+  DeviceCheck devices;
+  devices.add(grad, grad_name);
+  if (reads_c) {
+    devices.add(grad_c, "grad_c");
+    devices.add(argmax, "argmax");
+    if (reads_operand) devices.add(operand, operand_name);
+  }
+  return devices.device(stream);
+}
+
+}  // namespace
+
 void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
                      const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                      std::int64_t ldargmax, bool reads_operand, const void* operand,
                      std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream) {
-  check_shape(p);
-  const bool wrt_a = catalog::kInfo[static_cast<std::size_t>(id)].op == Op::kBackwardA;
-  // The gradient has the stored shape of the operand it belongs to; the other
-  // operand (read for MaxMul only) has its own.
-  const Stored grad_shape = wrt_a ? stored(p.ta, p.m, p.k) : stored(p.tb, p.k, p.n);
-  const Stored other_shape = wrt_a ? stored(p.tb, p.k, p.n) : stored(p.ta, p.m, p.k);
-  check_ld("ldgc", ldgc, {p.m, p.n});
-  check_ld("ldargmax", ldargmax, {p.m, p.n});
-  check_ld(wrt_a ? "ldga" : "ldgb", ldgrad, grad_shape);
-  if (reads_operand) {
-    check_ld(wrt_a ? "ldb" : "lda", ld_operand, other_shape);
-  } else {
-    operand = nullptr;  // (+) semirings never read it
+  const BackwardShape s = check_backward(id, elem_size, p, ldgc, ldargmax, reads_operand, ld_operand, ldgrad);
+  if (!reads_operand) operand = nullptr;  // (+) semirings never read it
+  if (s.grad.rows == 0 || s.grad.cols == 0) return;
+  // The memset's pitch and width in bytes (the extent check bounds both).
+  std::size_t pitch = 0, width = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(ldgrad), elem_size, &pitch) ||
+      __builtin_mul_overflow(static_cast<std::size_t>(s.grad.cols), elem_size, &width)) {
+    invalid("the gradient's pitch overflows 64 bits");
   }
-  if (grad_shape.rows == 0 || grad_shape.cols == 0) return;
-
   const bool reads_c = p.m > 0 && p.n > 0;
-  if (reads_c && (grad == grad_c || grad == operand || grad == argmax)) {
-    invalid("the gradient must not overlap grad_c, argmax or the operand");
-  }
-  DeviceCheck devices;
-  devices.add(grad, wrt_a ? "grad_a" : "grad_b");
-  if (reads_c) {
-    devices.add(grad_c, "grad_c");
-    devices.add(argmax, "argmax");
-    if (reads_operand) {
-      devices.add(operand, wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)");
-    }
-  }
-  const int device = devices.device(stream);
+  const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
   const auto& api = jit::driver::api();
   {
     // The kernel scatters with atomics, so the gradient starts from zero.
     jit::driver::ScopedContext context(device);
-    jit::driver::check(
-        api.cuMemsetD2D8Async(reinterpret_cast<CUdeviceptr>(grad), static_cast<std::size_t>(ldgrad) * elem_size,
-                              0, static_cast<std::size_t>(grad_shape.cols) * elem_size,
-                              static_cast<std::size_t>(grad_shape.rows), stream),
-        "cuMemsetD2D8Async");
+    jit::driver::check(api.cuMemsetD2D8Async(reinterpret_cast<CUdeviceptr>(grad), pitch, 0, width,
+                                             static_cast<std::size_t>(s.grad.rows), stream),
+                       "cuMemsetD2D8Async");
   }
   if (!reads_c) return;
   long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
@@ -216,29 +326,70 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
   launch(id, device, grid_for(id, p.m, p.n), stream, args);
 }
 
-void launch_gemm_batched(catalog::KernelId id, std::size_t, const Problem& p, const void* a,
-                         std::int64_t stride_a, const void* b, std::int64_t stride_b, void* c,
-                         std::int64_t stride_c, std::int64_t batch, CUstream stream) {
-  check_product(p);
+void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
+                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
+                         const Strides& strides, std::int64_t batch, const Scaling& scaling, CUstream stream) {
+  const bool with_argmax = catalog::kInfo[static_cast<std::size_t>(id)].op == Op::kGemmBatchedArgmax;
+  const Extents e = check_product(p, elem_size);
+  const std::int64_t argmax_extent = with_argmax ? check_argmax(p, ldargmax) : 0;
   if (batch < 0) invalid("negative batch " + std::to_string(batch));
-  if (stride_a < 0 || stride_b < 0) invalid("negative stride_a or stride_b");
-  std::int64_t c_extent = 0;  // elements one product of C spans
-  if (__builtin_mul_overflow(p.m > 0 ? p.m - 1 : 0, p.ldc, &c_extent) ||
-      __builtin_add_overflow(c_extent, p.n, &c_extent)) {
-    invalid("m x ldc overflows 64 bits");
-  }
-  if (batch > 1 && stride_c < c_extent) {
-    invalid("stride_c = " + std::to_string(stride_c) + " makes the products of the batch overlap");
-  }
+  check_batch("stride_a", strides.a, p.k > 0 ? e.a : 0, batch, elem_size, false);
+  check_batch("stride_b", strides.b, p.k > 0 ? e.b : 0, batch, elem_size, false);
+  check_batch("stride_c", strides.c, e.c, batch, elem_size, true);
+  if (with_argmax) check_batch("stride_argmax", strides.argmax, argmax_extent, batch, sizeof(std::int32_t), true);
   if (p.m == 0 || p.n == 0 || batch == 0) return;
+  if (with_argmax) check_non_null(argmax, "argmax");
+  check_operands(p, a, b, c, with_argmax ? argmax : nullptr);
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
+  if (with_argmax) devices.add(argmax, "argmax");
   const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
-  long long sa = stride_a, sb = stride_b, sc = stride_c, nb = batch;
+  const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
+  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
+  long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
+  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
+  const Grid grid = grid_for(tile, p.m, p.n, batch);
+  if (with_argmax) {
+    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &nb};
+    launch(tile, device, grid, stream, args);
+  } else {
+    const std::uint64_t unused = 0;
+    void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
+    void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
+    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &nb, alpha, beta, &flags};
+    launch(tile, device, grid, stream, args);
+  }
+}
+
+void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
+                             const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
+                             std::int64_t ldargmax, bool reads_operand, const void* operand,
+                             std::int64_t ld_operand, void* grad, std::int64_t ldgrad, const Strides& strides,
+                             std::int64_t batch, CUstream stream) {
+  const BackwardShape s = check_backward(id, elem_size, p, ldgc, ldargmax, reads_operand, ld_operand, ldgrad);
+  if (!reads_operand) operand = nullptr;
+  if (batch < 0) invalid("negative batch " + std::to_string(batch));
+  // Strides: a = dC, b = the operand read by MaxMul, c = the gradient.
+  check_batch("stride_gc", strides.a, s.gc_extent, batch, elem_size, false);
+  check_batch("stride_argmax", strides.argmax, s.argmax_extent, batch, sizeof(std::int32_t), false);
+  if (reads_operand) check_batch(s.wrt_a ? "stride_b" : "stride_a", strides.b, s.other_extent, batch, elem_size, false);
+  // Each thread owns a row (column) of one gradient: gradients must not overlap.
+  check_batch(s.wrt_a ? "stride_ga" : "stride_gb", strides.c, s.grad_extent, batch, elem_size, true);
+  if (s.grad.rows == 0 || s.grad.cols == 0 || batch == 0) return;
+  // The kernel zeroes the gradient itself; dC is read only if it has elements.
+  const bool reads_c = p.m > 0 && p.n > 0;
+  const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
+  long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
+  long long sg = strides.a, sx = strides.argmax, so = strides.b, sr = strides.c, nb = batch;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &nb};
-  launch(id, device, grid_for(id, p.m, p.n, batch), stream, args);
+  void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb, &sg, &sx, &so, &sr, &nb};
+  // One thread per row of op(dA) (m) or column of op(dB) (n); z walks the batch.
+  const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
+  const std::int64_t owners = s.wrt_a ? p.m : p.n;
+  const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
+  if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
+  launch(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
+         stream, args);
 }
 
 }  // namespace tropical::detail

@@ -2,6 +2,7 @@
 
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/version.hpp"
 
 namespace tropical {
 
@@ -19,6 +20,16 @@ jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels, unsig
   for (auto id : kernels) ids.push_back(static_cast<std::uint32_t>(id));
   return registry().warm(ids, arch, threads, progress);
 }
+
+int device_count() noexcept {
+  try {
+    return jit::driver::device_count();
+  } catch (...) {
+    return 0;
+  }
+}
+
+const char* version() noexcept { return TROPICAL_VERSION; }
 
 int device_arch(int device) { return jit::driver::device_arch(device); }
 

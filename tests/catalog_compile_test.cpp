@@ -50,8 +50,19 @@ TEST(CatalogCompile, table_entries_are_dense_and_named_by_their_parameters) {
     const auto& k = catalog::kKernels[i];
     EXPECT_EQ(k.id, i);
     EXPECT_EQ(k.name, catalog::kInfo[i].name);
-    EXPECT_EQ(k.name, "tropical_" + std::string(op_name(catalog::kInfo[i].op)) + "_" +
-                          std::string(catalog::kInfo[i].semiring) + "_" + std::string(catalog::kInfo[i].type));
+    const auto& info = catalog::kInfo[i];
+    std::string want = "tropical_";
+    for (std::string_view part : {op_name(info.op), info.semiring, info.type, info.variant}) {
+      if (part.empty()) continue;
+      if (want.size() > 9) want += '_';
+      want += part;
+    }
+    EXPECT_EQ(k.name, want);
+    // A small tile is a variant of a default kernel of the same op, semiring and type.
+    const auto& base = catalog::kInfo[static_cast<std::size_t>(info.base)];
+    EXPECT_TRUE(base.variant.empty()) << k.name;
+    EXPECT_EQ(base.op, info.op);
+    EXPECT_EQ(k.name.substr(0, base.name.size()), base.name);
     EXPECT_EQ(k.digest.size(), 64u);
   }
 }

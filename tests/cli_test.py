@@ -1,9 +1,14 @@
 """The `tropical` command without a GPU: every subcommand that needs none,
-bad flags and their exit codes, and an unwritable cache.
+bad usage and the exit codes (0 ok, 1 failed, 2 bad usage, 3 unavailable),
+the JSON outputs, and caches that are disabled, unusable or too small.
+
+Kernels warmed here are backward kernels (tens of ms each to compile), so the
+test stays quick on a small CI machine.
 
 Usage: cli_test.py PATH_TO_TROPICAL
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,14 +17,18 @@ import tempfile
 import unittest
 
 TROPICAL = os.path.abspath(sys.argv[1])
-KERNEL = "tropical_gemm_maxplus_f32"
+KERNEL = "tropical_backward_a_maxplus_f32"
+OTHER = "tropical_backward_b_maxplus_f32"
+CHEAP = KERNEL  # compiles in some 30 ms
 
 
 class CliTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="tropical-cli-")
-        self.env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(self.tmp, "cache"))
-        self.env.pop("TROPICAL_CACHE_DISABLE", None)
+        self.cache = os.path.join(self.tmp, "cache")
+        self.env = dict(os.environ, TROPICAL_CACHE_DIR=self.cache)
+        for name in ["TROPICAL_CACHE_DISABLE", "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_NVRTC"]:
+            self.env.pop(name, None)
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -29,24 +38,107 @@ class CliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, code, f"tropical {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
         return proc
 
+    def usage_error(self, *args):
+        """Runs a bad command line: exit 2, one line on stderr, nothing on stdout; returns that line."""
+        proc = self.run_tropical(*args, code=2)
+        self.assertEqual(proc.stdout, "", args)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+        return proc.stderr
+
+    def entries(self):
+        if not os.path.isdir(self.cache):
+            return []
+        return sorted(name for name in os.listdir(self.cache) if name.endswith(".entry"))
+
+    def json_of(self, *args, env=None):
+        """The command's stdout, checked by `python3 -m json.tool` and parsed."""
+        out = self.run_tropical(*args, env=env).stdout
+        subprocess.run([sys.executable, "-m", "json.tool"], input=out, text=True, check=True, capture_output=True)
+        return json.loads(out)
+
     def test_help_lists_every_command_and_each_command_has_help(self):
         out = self.run_tropical("--help").stdout
         for command in ["list", "warm", "stats", "clear", "compile", "gemm", "verify"]:
             self.assertIn(command, out)
             self.assertIn("usage: tropical " + command, self.run_tropical(command, "--help").stdout)
 
+    def test_version_prints_one_line(self):
+        out = self.run_tropical("--version").stdout
+        self.assertRegex(out, r"^tropical \d+\.\d+\.\d+\n$")
+        self.usage_error("--version", "extra")
+
     def test_bad_usage_exits_2_with_a_clear_message(self):
         self.assertIn("usage", self.run_tropical(code=2).stderr)
-        self.assertIn("unknown command 'frobnicate'", self.run_tropical("frobnicate", code=2).stderr)
-        self.assertIn("unknown option --bogus", self.run_tropical("list", "--bogus", code=2).stderr)
-        self.assertIn("--all or kernel names", self.run_tropical("warm", code=2).stderr)
-        self.assertIn("--all or kernel names", self.run_tropical("warm", "--all", KERNEL, code=2).stderr)
-        self.assertIn("no kernel named 'nope'", self.run_tropical("warm", "nope", code=2).stderr)
-        self.assertIn("bad architecture 'sm_xx'", self.run_tropical("warm", "--arch", "sm_xx", "--all", code=2).stderr)
-        self.assertIn("--arch needs a value", self.run_tropical("list", "--arch", code=2).stderr)
-        self.assertIn("-j wants a non-negative integer", self.run_tropical("warm", "-j", "two", "--all", code=2).stderr)
-        self.assertIn("unknown --semiring", self.run_tropical("gemm", "--semiring", "plusmax", code=2).stderr)
-        self.assertIn("compile wants one kernel name", self.run_tropical("compile", code=2).stderr)
+        self.assertIn("unknown command 'frobnicate'", self.usage_error("frobnicate"))
+        self.assertIn("unknown option --bogus", self.usage_error("list", "--bogus"))
+        self.assertIn("--all or kernel names", self.usage_error("warm"))
+        self.assertIn("--all or kernel names", self.usage_error("warm", "--all", KERNEL))
+        self.assertIn("no kernel named 'nope'", self.usage_error("warm", "nope"))
+        self.assertIn("bad architecture 'sm_xx'", self.usage_error("warm", "--arch", "sm_xx", "--all"))
+        self.assertIn("--arch needs a value", self.usage_error("list", "--arch"))
+        self.assertIn("--all takes no value", self.usage_error("warm", "--all=yes"))
+        self.assertIn("--arch is given twice", self.usage_error("list", "--arch", "sm_90", "--arch", "sm_80"))
+        self.assertIn("unknown --semiring", self.usage_error("gemm", "--semiring", "plusmax"))
+        self.assertIn("compile wants one kernel name", self.usage_error("compile"))
+        self.assertIn("compile wants one kernel name", self.usage_error("compile", KERNEL, OTHER))
+        self.assertIn("takes --json or --zero, not both", self.usage_error("stats", "--json", "--zero"))
+        self.assertEqual(self.entries(), [], "bad usage changed the cache")
+
+    def test_every_subcommand_rejects_stray_words(self):
+        for command in ["list", "stats", "gemm", "verify"]:
+            self.assertIn("unexpected argument 'stray'", self.usage_error(command, "stray"))
+        self.assertIn("unknown option --stray", self.usage_error("clear", "--stray"))
+
+    def test_numbers_are_parsed_strictly(self):
+        for bad in ["4294967296", "18446744073709551617", "-1", "+2", "2x", " 2", "", "two", "0x10"]:
+            self.assertIn("-j wants a non-negative integer", self.usage_error("warm", "-j", bad, "--all"))
+        self.assertIn("-j wants a non-negative integer", self.usage_error("warm", "-j", "1025", "--all"))
+        for flag in ["-m", "-n", "-k", "--repeat"]:
+            self.assertIn(flag + " wants", self.usage_error("gemm", flag, "0"))
+            self.assertIn(flag + " wants", self.usage_error("gemm", flag, "99999999999999999999"))
+        self.assertEqual(self.entries(), [])
+
+    def test_options_take_a_separate_or_attached_value(self):
+        self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch=sm_80").stdout)
+        self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch", "80").stdout)
+        out = self.run_tropical("warm", "--arch=sm_90", "-j1", KERNEL).stdout
+        self.assertIn("1 threads", out)
+        out = self.run_tropical("warm", "--arch", "sm_90", "-j", "2", "--", OTHER).stdout
+        self.assertIn("1 compiled", out)
+
+    def test_arch_that_nvrtc_cannot_compile_for_is_one_line_and_exit_2(self):
+        for args in [("warm", "--arch", "sm_50", "--all"), ("warm", "--arch=sm_50", KERNEL),
+                     ("compile", "--arch", "sm_50", KERNEL), ("list", "--arch", "sm_50")]:
+            line = self.usage_error(*args)
+            self.assertIn("sm_50", line)
+            self.assertIn("sm_90", line, "the message names the archs NVRTC does compile for")
+        self.assertEqual(self.entries(), [])
+
+    def test_file_size_limit_is_one_warning_not_a_signal(self):
+        # Issue 10: (ulimit -f 50; tropical warm ...) used to die of SIGXFSZ (exit 153). Nothing is masked here.
+        import resource
+
+        def small_file_limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # ulimit -f 4: below its 8 kB entry
+
+        proc = subprocess.run([TROPICAL, "warm", "--arch", "sm_90", CHEAP], capture_output=True, text=True,
+                              env=self.env, timeout=600, preexec_fn=small_file_limit)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stderr.count("tropical: warning:"), 1, proc.stderr)
+        self.assertIn("File too large", proc.stderr)
+        self.assertIn("1 compiled", proc.stdout)
+        cache = self.env["TROPICAL_CACHE_DIR"]
+        self.assertEqual([n for n in os.listdir(cache) if n.startswith(".tropical-tmp.")], [])
+
+    def test_decision_log_explains_each_step(self):
+        env = dict(self.env, TROPICAL_LOG="info")
+        first = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: miss in local " + self.env["TROPICAL_CACHE_DIR"] + ": no entry", first)
+        self.assertRegex(first, CHEAP + r" sm_90: compiled in [0-9.]+ ms")
+        self.assertIn(CHEAP + " sm_90: stored in local", first)
+        second = self.run_tropical("warm", "--arch", "sm_90", CHEAP, env=env).stderr
+        self.assertIn(CHEAP + " sm_90: hit in local", second)
+        self.assertEqual(self.run_tropical("warm", "--arch", "sm_90", CHEAP).stderr, "", "silent without TROPICAL_LOG")
 
     def test_bad_cache_size_warns_and_uses_the_default(self):
         env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
@@ -58,25 +150,29 @@ class CliTest(unittest.TestCase):
 
     def test_warm_list_stats_clear_round_trip(self):
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)
-        out = self.run_tropical("warm", "--arch", "sm_90", KERNEL).stdout
-        self.assertIn("1 compiled", out)
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        self.assertRegex(proc.stdout, r"^warm sm_90: 1 kernels, 1 compiled, 0 already cached, 0 failed, 0 not stored")
         listing = self.run_tropical("list", "--arch", "sm_90").stdout
         self.assertIn("1 cached for sm_90", listing)
         self.assertRegex(listing, KERNEL + r" .* cached")
-        out = self.run_tropical("warm", "--arch", "sm_90", "--all").stdout
-        lines = [l for l in out.splitlines() if l.split(" ")[0].count("/") == 1]
-        self.assertGreater(len(lines), 1, "one plain progress line per kernel when not on a terminal")
-        self.assertNotIn("\r", out)
-        self.assertRegex(out, r"\d+ compiled, 1 already cached, 0 failed")
-        again = self.run_tropical("warm", "--arch", "sm_90", "--all").stdout
-        self.assertIn(" 0 compiled", again)
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER)
+        self.assertRegex(proc.stdout, r"1 compiled, 1 already cached, 0 failed, 0 not stored")
+        self.assertEqual(len(proc.stdout.splitlines()), 1, "only the summary on stdout")
+        self.assertIn(" 0 compiled", self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER).stdout)
         stats = self.run_tropical("stats").stdout
-        self.assertIn(self.env["TROPICAL_CACHE_DIR"], stats)
+        self.assertIn(self.cache, stats)
         self.assertRegex(stats, r"compiles [1-9]\d*")
         self.assertRegex(stats, KERNEL + r" +sm_90 \(\d+\)")
         cleared = self.run_tropical("clear").stdout
-        self.assertRegex(cleared, r"removed [1-9]\d* entries")
+        self.assertRegex(cleared, r"removed 2 entries")
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)
+
+    def test_progress_goes_to_stderr_one_line_per_kernel_when_piped(self):
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER)
+        progress = [l for l in proc.stderr.splitlines() if l.split(" ")[0].count("/") == 1]
+        self.assertEqual(len(progress), 2, proc.stderr)
+        self.assertNotIn("\r", proc.stderr)
+        self.assertNotIn("/2 ", proc.stdout)
 
     def test_progress_bar_on_a_terminal(self):
         script = shutil.which("script")
@@ -88,31 +184,113 @@ class CliTest(unittest.TestCase):
         self.assertIn(b"\r[", proc.stdout)  # bytes: text mode would turn \r into \n
         self.assertIn(b"1/1", proc.stdout)
 
+    def test_clear_names_removes_only_those_kernels_for_every_arch(self):
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER)
+        self.run_tropical("warm", "--arch", "sm_80", KERNEL)
+        self.assertEqual(len(self.entries()), 3)
+        before = self.entries()
+        self.assertIn("no kernel named 'nope'", self.usage_error("clear", KERNEL, "nope"))
+        self.assertEqual(self.entries(), before, "an unknown name must remove nothing")
+        out = self.run_tropical("clear", KERNEL).stdout
+        self.assertIn("removed 2 entries of 1 kernels", out)
+        self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch", "sm_80").stdout)
+        listing = self.run_tropical("list", "--arch", "sm_90").stdout
+        self.assertIn("1 cached for sm_90", listing)
+        self.assertRegex(listing, OTHER + r" .* cached")
+        self.assertEqual(len(self.entries()), 1)
+
+    def test_stats_json_and_zero(self):
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        stats = self.json_of("stats", "--json")
+        self.assertEqual(stats["schema"], 1)
+        self.assertEqual(stats["cache"]["dir"], self.cache)
+        self.assertIs(stats["cache"]["enabled"], True)
+        self.assertEqual(stats["cache"]["entries"], 1)
+        self.assertEqual(stats["cache"]["max_bytes"], 1 << 30)
+        for field in ["hits", "misses", "compiles", "evictions", "errors", "bytes_written", "bytes_read",
+                      "compile_ns", "load_ns"]:
+            self.assertIsInstance(stats["machine"][field], int, field)
+        self.assertEqual(stats["machine"]["compiles"], 1)
+        self.assertEqual([k["name"] for k in stats["kernels"]], [KERNEL])
+        self.assertEqual(stats["kernels"][0]["entries"][0]["arch"], 90)
+        self.assertGreater(stats["kernels"][0]["entries"][0]["bytes"], 0)
+
+        self.assertIn("statistics zeroed", self.run_tropical("stats", "--zero").stdout)
+        zeroed = self.json_of("stats", "--json")
+        self.assertEqual(zeroed["machine"], {field: 0 for field in stats["machine"]})
+        self.assertEqual(zeroed["cache"]["entries"], 1, "zeroing keeps the entries")
+
+    def test_list_json(self):
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        listing = self.json_of("list", "--json", "--arch", "sm_90")
+        self.assertEqual(listing["schema"], 1)
+        self.assertEqual(listing["arch"], 90)
+        self.assertEqual(listing["cache_dir"], self.cache)
+        self.assertEqual(listing["cached"], 1)
+        self.assertEqual([k["id"] for k in listing["kernels"]], list(range(len(listing["kernels"]))))
+        mine = [k for k in listing["kernels"] if k["name"] == KERNEL]
+        self.assertEqual(mine, [{"id": mine[0]["id"], "name": KERNEL, "op": "backward_a", "semiring": "maxplus",
+                                 "type": "f32", "cached": True}])
+        self.assertEqual(sum(k["cached"] for k in listing["kernels"]), 1)
+
+    def test_write_errors_on_stdout_exit_1(self):
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full")
+        for args in [["list"], ["list", "--json"], ["stats"], ["stats", "--json"], ["--help"], ["--version"]]:
+            with open("/dev/full", "w") as full:
+                proc = subprocess.run([TROPICAL, *args], stdout=full, stderr=subprocess.PIPE, text=True,
+                                      env=self.env, timeout=60)
+            self.assertEqual(proc.returncode, 1, args)
+            self.assertIn("cannot write to standard output", proc.stderr)
+
+    def test_bad_cache_size_warns_and_uses_the_default(self):
+        env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
+        listing = self.run_tropical("list", env=env)
+        self.assertEqual(listing.stderr.count("TROPICAL_CACHE_MAX_SIZE"), 1, listing.stderr)
+        self.assertIn("'lots'", listing.stderr)
+        self.assertIn(KERNEL, listing.stdout)
+        self.assertIn("of 1073741824 allowed", self.run_tropical("stats", env=env).stdout)
+
     def test_compile_prints_the_time(self):
         out = self.run_tropical("compile", "--arch", "sm_80", KERNEL).stdout
-        self.assertRegex(out, r"compiled tropical_gemm_maxplus_f32 for sm_80 in [\d.]+ ms: CUBIN \d+ bytes")
+        self.assertRegex(out, KERNEL + r" for sm_80 in [\d.]+ ms: CUBIN \d+ bytes")
 
-    def test_unwritable_cache_still_warms_with_one_warning(self):
+    def test_unwritable_cache_still_compiles_with_one_warning_and_warm_exits_1(self):
         blocker = os.path.join(self.tmp, "file")
         with open(blocker, "w") as f:
             f.write("not a directory")
         env = dict(self.env, TROPICAL_CACHE_DIR=os.path.join(blocker, "cache"))
-        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, "tropical_gemm_minplus_f32", env=env)
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER, env=env, code=1)
         self.assertIn("2 compiled", proc.stdout)
+        self.assertIn("2 not stored", proc.stdout)
+        self.assertIn("unusable", proc.stderr)
         warnings = [l for l in proc.stderr.splitlines() if "warning" in l]
         self.assertEqual(len(warnings), 1, proc.stderr)
 
-    def test_disabled_cache_compiles_every_time(self):
+    def test_disabled_cache_compiles_every_time_and_warm_exits_1(self):
         env = dict(self.env, TROPICAL_CACHE_DISABLE="1")
         for _ in range(2):
-            self.assertIn("1 compiled", self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=env).stdout)
+            proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=env, code=1)
+            self.assertIn("1 compiled", proc.stdout)
+            self.assertIn("not stored", proc.stderr)
+            self.assertIn("disabled", proc.stderr)
         self.assertIn("disabled", self.run_tropical("stats", env=env).stdout)
+
+    def test_cache_too_small_to_keep_what_warm_compiled_exits_1(self):
+        env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="100")
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER, env=env, code=1)
+        self.assertIn("2 compiled", proc.stdout)
+        self.assertRegex(proc.stdout, r"[12] not stored")
+        self.assertIn("too small", proc.stderr)
 
     def test_warm_without_nvrtc_says_so_once_and_exits_3(self):
         env = dict(self.env, TROPICAL_NVRTC=os.path.join(self.tmp, "no-such-libnvrtc.so"))
         proc = self.run_tropical("warm", "--arch", "sm_90", "--all", env=env, code=3)
         lines = [l for l in proc.stderr.splitlines() if "no-such-libnvrtc.so" in l]
         self.assertEqual(len(lines), 1, proc.stderr)
+        self.run_tropical("compile", "--arch", "sm_90", KERNEL, env=env, code=3)
+        # Listing needs no NVRTC: the arch is then checked for its form only.
+        self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90", env=env).stdout)
 
     def test_list_reads_no_entry_and_counts_nothing(self):
         self.run_tropical("warm", "--arch", "sm_90", KERNEL)

@@ -80,8 +80,56 @@ class CodegenTest(unittest.TestCase):
                 digest = hashlib.sha256(f.read()).hexdigest()
             self.assertIn(f'"{digest}"', self.sources)
 
-    def test_hana_map_has_one_entry_per_kernel(self):
-        self.assertEqual(self.header.count("boost::hana::make_pair("), len(spec.catalog()))
+    def test_hana_map_has_one_entry_per_op_semiring_and_type(self):
+        defaults = [k for k in spec.catalog() if not k.variant]
+        self.assertEqual(self.header.count("boost::hana::make_pair("), len(defaults))
+        self.assertEqual(len({(k.op, k.semiring, k.type) for k in defaults}), len(defaults))
+
+    def test_new_semirings_ops_and_tiles_are_generated(self):
+        names = {k.name for k in spec.catalog()}
+        S, T, O = spec.Semiring, spec.Type, spec.Op
+        # Every product op for every semiring x type, AndOr over bytes only.
+        for op in (O.GEMM, O.GEMM_ARGMAX, O.GEMM_BATCHED, O.GEMM_BATCHED_ARGMAX):
+            for s in (S.MAXPLUS, S.MINPLUS, S.MAXMUL, S.MAXMIN, S.MINMAX):
+                for t in (T.F32, T.F64, T.I32, T.I64):
+                    self.assertIn(spec.kernel_name(op, s, t), names)
+                self.assertNotIn(spec.kernel_name(op, s, T.U8), names)
+            self.assertIn(spec.kernel_name(op, S.ANDOR, T.U8), names)
+            self.assertNotIn(spec.kernel_name(op, S.ANDOR, T.F32), names)
+        # Batched backward: float types of the differentiable semirings only.
+        for op in (O.BACKWARD_A_BATCHED, O.BACKWARD_B_BATCHED):
+            for s in S:
+                for t in T:
+                    want = s in (S.MAXPLUS, S.MINPLUS, S.MAXMUL) and t in (T.F32, T.F64)
+                    self.assertEqual(spec.kernel_name(op, s, t) in names, want, (op, s, t))
+        # Small tiles of the batched products, named by their tile.
+        for tile in ("16x16", "32x32", "64x64"):
+            self.assertIn(f"tropical_gemm_batched_maxplus_f32_{tile}", names)
+        self.assertIn("tropical_gemm_batched_argmax_maxmin_f64_16x16", names)
+        self.assertIn("{KernelId::kGemmBatchedMaxplusF32, KernelId::kGemmBatchedMaxplusF32Tile16x16, 16, 16}",
+                      self.header)
+
+    def test_new_fragments_carry_their_semiring_arithmetic(self):
+        def fragment(name):
+            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+                return f.read()
+        maxmin = fragment("tropical_gemm_maxmin_f32")
+        self.assertIn("min.NaN.f32", maxmin)
+        self.assertIn("fmaxf(a, b)", maxmin)
+        self.assertIn("value_t alpha, value_t beta, int flags", maxmin)
+        andor = fragment("tropical_gemm_argmax_andor_u8")
+        self.assertIn("typedef unsigned char value_t;", andor)
+        self.assertIn("(value_t)((a != 0) & (b != 0))", andor)
+        self.assertIn("(value_t)(x != 0)", andor)
+        batched_argmax = fragment("tropical_gemm_batched_argmax_maxplus_f32")
+        self.assertIn("long long stride_argmax", batched_argmax)
+        self.assertIn("tropical_find_winner", batched_argmax)
+        backward = fragment("tropical_backward_a_batched_maxmul_f64")
+        self.assertNotIn("atomicAdd", backward)
+        self.assertIn("ga[q * ld_k] += g;", backward)
+        small = fragment("tropical_gemm_batched_maxplus_f32_16x16")
+        self.assertIn("constexpr int kTileM = 16;", small)
+        self.assertIn("constexpr int kVec = 2;", small)
 
 
 if __name__ == "__main__":

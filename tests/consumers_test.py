@@ -1,26 +1,63 @@
-"""Both ways of consuming tropical, from clean directories:
+"""Every way of consuming tropical, from clean directories, with no
+LD_LIBRARY_PATH anywhere:
 
-1. installed: `meson install` into a temporary prefix, then a meson project
-   that finds it through pkg-config (examples/installed);
-2. subproject: examples/consumer with this source tree as its
-   subprojects/tropical (codegen runs inside the consumer's build), run on
-   its CPU-only path.
+1. installed: `meson setup` + `meson install` into a temporary prefix (not
+   searched by the loader); the installed files, the soname, and the installed
+   `tropical --version` and `tropical list`;
+2. pkg-config: a program compiled by hand with
+   `c++ ... $(pkg-config --cflags --libs tropical)`, and a meson project
+   (examples/installed) that finds it through pkg-config;
+3. CMake: examples/cmake, through find_package(tropical) (skipped, with a
+   message, where cmake is not installed);
+4. subproject: examples/consumer with this source tree as its
+   subprojects/tropical and the parent's default options (werror=false), with
+   a compiler warning injected in one of tropical's headers: it must warn,
+   build and run, and build neither the tool nor anything to install.
+
+Every program runs its CPU-only path.
 
 Usage: consumers_test.py SOURCE_ROOT
 """
 
+import concurrent.futures
+import glob
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 
 SOURCE = os.path.abspath(sys.argv[1])
+# A warning every compiler of the project reports (-Wall: unused variable), in
+# a header that the library's own sources and the consumer both include.
+INJECTED_HEADER = "include/tropical/error.hpp"
+INJECTED_WARNING = "\nnamespace tropical {\ninline int injected_warning() {\n  int unused = 0;\n  return 1;\n}\n}\n"
+
+
+class Failure(Exception):
+    pass
 
 
 def run(cmd, **kwargs):
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, **kwargs)
+    print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kwargs)
+
+
+def output(cmd, echo=True, **kwargs):
+    """Runs cmd and returns its stdout; echoes stdout and stderr (always when it fails)."""
+    print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if echo or proc.returncode != 0:
+        sys.stdout.write(proc.stdout + proc.stderr)
+    proc.check_returncode()
+    return proc.stdout
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
 
 
 def copy_source_tree(dest):
@@ -44,38 +81,119 @@ def copy_source_tree(dest):
             shutil.copy2(src, os.path.join(dest, rel))
 
 
+def installed(tmp, env):
+    """Installs into tmp/prefix with the default (multiarch) libdir; returns (prefix, libdir)."""
+    prefix = os.path.join(tmp, "prefix")
+    build = os.path.join(tmp, "lib")
+    run(["meson", "setup", build, SOURCE, "--prefix", prefix, "-Dtests=false", "-Dbenchmarks=false"], env=env)
+    run(["meson", "install", "-C", build, "--quiet"], env=env)
+    pcs = glob.glob(os.path.join(prefix, "**", "pkgconfig", "tropical.pc"), recursive=True)
+    check(len(pcs) == 1, f"tropical.pc not installed under {prefix}")
+    libdir = os.path.dirname(os.path.dirname(pcs[0]))
+    for path in ["include/tropical/catalog.hpp", "include/tropical/gemm.hpp", "include/tropical/jit/registry.hpp",
+                 "bin/tropical"]:
+        check(os.path.exists(os.path.join(prefix, path)), f"not installed: {path}")
+    for path in ["include/tropical/catalog_sources.hpp", "include/tropical/jit/sha256.hpp"]:
+        check(not os.path.exists(os.path.join(prefix, path)), f"internal header installed: {path}")
+    check(os.path.islink(os.path.join(libdir, "libtropical.so")), "no libtropical.so link for the linker")
+    check(os.path.exists(os.path.join(libdir, "libtropical.so.0")), "no versioned libtropical.so.0")
+    if shutil.which("readelf"):
+        dynamic = output(["readelf", "-d", os.path.join(libdir, "libtropical.so")], echo=False)
+        check("[libtropical.so.0]" in dynamic, "the soname is not libtropical.so.0")
+    return prefix, libdir
+
+
+def headers_compile_alone(prefix, env):
+    """Every installed header compiles on its own with the flags pkg-config gives."""
+    cflags = shlex.split(output(["pkg-config", "--cflags", "tropical"], env=env))
+    headers = sorted(glob.glob(os.path.join(prefix, "include", "tropical", "**", "*.hpp"), recursive=True))
+
+    def compile_alone(header):
+        rel = os.path.relpath(header, os.path.join(prefix, "include"))
+        proc = subprocess.run(["c++", "-std=c++20", "-fsyntax-only", *cflags, "-x", "c++", "-"], env=env,
+                              input=f"#include <{rel}>\n", text=True, capture_output=True)
+        return rel, proc
+
+    print(f"+ c++ -fsyntax-only on each of {len(headers)} installed headers", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for rel, proc in pool.map(compile_alone, headers):
+            check(proc.returncode == 0, f"installed <{rel}> does not compile alone:\n{proc.stderr}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tropical-consumers-")
     env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(tmp, "cache"))
+    env.pop("LD_LIBRARY_PATH", None)
     try:
-        # 1. Installed library, found through pkg-config.
-        prefix = os.path.join(tmp, "prefix")
-        run(["meson", "setup", os.path.join(tmp, "lib"), SOURCE, "--prefix", prefix, "--libdir", "lib",
-             "-Dtests=false", "-Dbenchmarks=false"])
-        run(["meson", "install", "-C", os.path.join(tmp, "lib"), "--quiet"])
-        for path in ["include/tropical/catalog.hpp", "include/tropical/gemm.hpp", "include/tropical/jit/registry.hpp",
-                     "lib/pkgconfig/tropical.pc", "bin/tropical"]:
-            if not os.path.exists(os.path.join(prefix, path)):
-                print(f"not installed: {path}")
-                return 1
-        installed_env = dict(env, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"),
-                             LD_LIBRARY_PATH=os.path.join(prefix, "lib"))
-        run(["meson", "setup", os.path.join(tmp, "installed"), os.path.join(SOURCE, "examples", "installed")],
-            env=installed_env)
-        run(["ninja", "-C", os.path.join(tmp, "installed")], env=installed_env)
-        run([os.path.join(tmp, "installed", "installed_consumer")], env=installed_env)
-        run([os.path.join(prefix, "bin", "tropical"), "list", "--arch", "sm_90"], env=installed_env,
-            stdout=subprocess.DEVNULL)
+        # 1. Installed into a prefix the loader does not search.
+        prefix, libdir = installed(tmp, dict(env, PKG_CONFIG_PATH=os.path.join(tmp, "no-such-dir")))
+        env["PKG_CONFIG_PATH"] = os.path.join(libdir, "pkgconfig")
+        headers_compile_alone(prefix, env)
+        tool = os.path.join(prefix, "bin", "tropical")
+        version = output([tool, "--version"], env=env)
+        check(version.startswith("tropical "), f"installed tropical --version printed {version!r}")
+        listing = output([tool, "list", "--arch", "sm_90"], env=env)
+        check("tropical_gemm_maxplus_f32" in listing, "installed tropical list printed no catalog")
 
-        # 2. Subproject: the consumer's subprojects/tropical holds this tree.
+        # 2. pkg-config: by hand, then from a meson project.
+        flags = shlex.split(output(["pkg-config", "--cflags", "--libs", "tropical"], env=env))
+        by_hand = os.path.join(tmp, "by_hand")
+        run(["c++", "-std=c++20", os.path.join(SOURCE, "examples", "installed", "installed_consumer.cpp"), "-o",
+             by_hand, *flags], env=env)
+        run([by_hand], env=env)
+        run(["meson", "setup", os.path.join(tmp, "installed"), os.path.join(SOURCE, "examples", "installed")],
+            env=env)
+        run(["ninja", "-C", os.path.join(tmp, "installed")], env=env)
+        run([os.path.join(tmp, "installed", "installed_consumer")], env=env)
+
+        # 3. CMake: find_package(tropical) and the imported target.
+        if shutil.which("cmake") is None:
+            print("SKIPPED the CMake consumer: cmake is not installed")
+        else:
+            check(os.path.exists(os.path.join(libdir, "cmake", "tropical", "tropicalConfig.cmake")),
+                  "tropicalConfig.cmake not installed")
+            check(os.path.exists(os.path.join(libdir, "cmake", "tropical", "tropicalConfigVersion.cmake")),
+                  "tropicalConfigVersion.cmake not installed")
+            cmake_build = os.path.join(tmp, "cmake")
+            run(["cmake", "-S", os.path.join(SOURCE, "examples", "cmake"), "-B", cmake_build, "-G", "Ninja",
+                 "-DCMAKE_PREFIX_PATH=" + prefix], env=env)
+            run(["cmake", "--build", cmake_build], env=env)
+            run([os.path.join(cmake_build, "cmake_consumer")], env=env)
+            # A version the package does not provide is refused (the version file works).
+            wrong = os.path.join(tmp, "cmake-wrong")
+            os.makedirs(wrong)
+            with open(os.path.join(wrong, "CMakeLists.txt"), "w") as f:
+                f.write("cmake_minimum_required(VERSION 3.16)\nproject(wrong LANGUAGES CXX)\n"
+                        "find_package(tropical 99.0 REQUIRED)\n")
+            proc = subprocess.run(["cmake", "-S", wrong, "-B", os.path.join(wrong, "build"),
+                                   "-DCMAKE_PREFIX_PATH=" + prefix], env=env, capture_output=True, text=True)
+            check(proc.returncode != 0 and "99.0" in proc.stderr,
+                  "find_package(tropical 99.0) did not fail: " + proc.stdout + proc.stderr)
+
+        # 4. Subproject, the parent's default options, a warning in tropical's header.
         consumer = os.path.join(tmp, "consumer")
         shutil.copytree(os.path.join(SOURCE, "examples", "consumer"), consumer)
-        copy_source_tree(os.path.join(consumer, "subprojects", "tropical"))
-        run(["meson", "setup", os.path.join(consumer, "build"), consumer], env=env)
-        run(["ninja", "-C", os.path.join(consumer, "build")], env=env)
-        run([os.path.join(consumer, "build", "consumer")], env=env)
-        print("both consumers built and ran")
+        tree = os.path.join(consumer, "subprojects", "tropical")
+        copy_source_tree(tree)
+        with open(os.path.join(tree, INJECTED_HEADER), "a") as header:
+            header.write(INJECTED_WARNING)
+        build = os.path.join(consumer, "build")
+        # The copy in subprojects/, not the one installed above.
+        env.pop("PKG_CONFIG_PATH")
+        run(["meson", "setup", build, consumer, "--force-fallback-for=tropical"], env=env)
+        log = output(["ninja", "-C", build], env=env)
+        check("Wunused-variable" in log, "the injected warning was not reported: the test checks nothing")
+        run([os.path.join(build, "consumer")], env=env)
+        check(os.path.isdir(os.path.join(build, "subprojects", "tropical")), "the subproject was not used")
+        check(not os.path.exists(os.path.join(build, "subprojects", "tropical", "src", "tropical")),
+              "the subproject built the tropical tool without being asked")
+        to_install = json.loads(output(["meson", "introspect", "--installed", build], env=env))
+        check(to_install == {}, f"the subproject would install files: {sorted(to_install)}")
+        print("all consumers built and ran")
         return 0
+    except Failure as e:
+        print(f"FAILED: {e}")
+        return 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

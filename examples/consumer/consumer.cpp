@@ -2,7 +2,6 @@
 // warms the kernel into the disk cache (NVRTC, no GPU needed) and checks the
 // CPU reference, so it runs anywhere the toolkit is installed.
 #include <tropical/tropical.hpp>
-#include <tropical/jit/driver.hpp>
 
 #include <cstdio>
 #include <vector>
@@ -17,7 +16,7 @@ int main() {
     std::puts("CPU reference: wrong result");
     return 1;
   }
-  if (!tropical::jit::driver::available()) {
+  if (tropical::device_count() == 0) {
     const tropical::catalog::KernelId id = tropical::kernel_id<MaxPlus, float, tropical::Op::kGemm>();
     const auto report = tropical::warm(90, std::span(&id, 1));
     std::printf("no GPU: warmed %zu kernel for sm_90 (%zu compiled, %zu cached), CPU reference ok\n",

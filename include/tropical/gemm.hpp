@@ -10,28 +10,46 @@
 #include <boost/hana/at_key.hpp>
 
 #include "tropical/catalog.hpp"
+#include "tropical/reference.hpp"
 #include "tropical/semiring.hpp"
 
 /// Tropical matrix products on the GPU.
 ///
 /// Conventions (the same as tropical::reference, which documents the
-/// semantics of infinities, saturation and NaN):
+/// semantics of infinities, saturation, NaN, AndOr's bytes, alpha and beta):
 /// - Matrices are row-major device pointers. op(X) is X, or X stored
 ///   transposed when its Trans is kYes: op(A) is m x k, so A itself is m x k
 ///   with lda >= k, or k x m with lda >= m when transposed (CBLAS RowMajor).
 /// - Work is queued on `stream` (0: the default stream of the device's primary
-///   context) and the call returns without waiting.
+///   context) and the call returns without waiting. A stream must belong to
+///   the primary context of the device that holds the operands (a stream of
+///   another context is rejected): the library launches in primary contexts.
 /// - Every pointer must be memory of one device; the kernel runs there. An
-///   output must not overlap an input (no in-place C = C (x) C: write to
-///   another buffer); identical pointers are rejected, partial overlaps are
-///   the caller's to avoid.
-/// - The first call of each (semiring, type, op) on a device compiles or loads
-///   one kernel; later calls find it with one atomic load, then check the
+///   output must not overlap an input: C must not be A or B (C = alpha (x)
+///   op(A) (x) op(B) (+) beta (x) C reads and writes C in place, which is
+///   allowed); identical pointers are rejected, partial overlaps are the
+///   caller's to avoid.
+/// - The first call of each (semiring, type, op, tile) on a device compiles or
+///   loads one kernel; later calls find it with one atomic load, then check the
 ///   pointers with the driver (a few cuPointerGetAttribute calls) and launch.
-/// - Throws InvalidArgument (negative size, small leading dimension, null or
-///   host pointer, pointers on different devices, stream of another device),
-///   CompileError, CudaError, or Unavailable (no driver or no GPU).
-/// - A semiring x type x op missing from the catalog does not compile.
+/// - Thread-safe: any thread may call any function at any time (kernels are
+///   resolved once per device behind call_once slots; nothing else is shared);
+///   products that write the same C concurrently are the caller's to order.
+/// - CUDA graphs: a call on a capturing stream records its launch (and, for
+///   the non-batched backward passes, a memset). Resolve the kernel before
+///   capturing (a first call, or tropical::warm): loading a module is not a
+///   stream operation and a capture in global mode may refuse it.
+/// - Throws InvalidArgument (negative size, small leading dimension, a size
+///   or offset that overflows 64 bits, null or host pointer, pointers on
+///   different devices, stream of another device), CompileError, CudaError,
+///   or Unavailable (no driver or no GPU). Nothing is queued when it throws.
+/// - A semiring x type x op missing from the catalog does not compile. Every
+///   semiring has gemm, gemm_argmax, gemm_batched and gemm_batched_argmax
+///   (AndOr over std::uint8_t only; its argmax is the first k with a(i, k) and
+///   b(k, j) both true; MaxMin/MinMax's is the first k attaining the
+///   bottleneck). Backward passes exist for float and double of MaxPlus,
+///   MinPlus and MaxMul only: MaxMin/MinMax's product selects an operand (no
+///   derivative to route) and AndOr's are booleans.
 namespace tropical {
 
 /// True if the generated catalog has a kernel for semiring S, element T, op O.
@@ -39,12 +57,14 @@ template <class S, class T, Op O>
 inline constexpr bool kInCatalog =
     decltype(boost::hana::contains(catalog::kKernelMap, boost::hana::type_c<catalog::Key<S, T, O>>))::value;
 
-/// The catalog id of (S, T, O), chosen at compile time.
+/// The catalog id of (S, T, O) (its default tile), chosen at compile time.
 template <class S, class T, Op O>
 constexpr catalog::KernelId kernel_id() {
   static_assert(kInCatalog<S, T, O>,
-                "tropical: this semiring x element type x operation is not in the generated "
-                "catalog (backward passes exist for float and double only; see codegen/spec.py)");
+                "tropical: this semiring x element type x operation is not in the generated catalog "
+                "(AndOr exists for std::uint8_t only, the other semirings for float, double, int32_t "
+                "and int64_t; backward passes for float and double of MaxPlus, MinPlus and MaxMul; "
+                "see codegen/spec.py)");
   if constexpr (kInCatalog<S, T, O>) {
     return std::remove_cvref_t<decltype(catalog::kKernelMap[boost::hana::type_c<catalog::Key<S, T, O>>])>::value;
   } else {
@@ -61,8 +81,33 @@ struct Problem {
   std::int64_t lda, ldb, ldc;
 };
 
+/// alpha and beta of a product (pointers to one element each) and which
+/// parts of the epilogue they need (the TROPICAL_* flags of the kernels).
+struct Scaling {
+  const void* alpha;
+  const void* beta;
+  int flags;
+};
+
+inline constexpr int kApplyAlpha = 1, kReadC = 2, kApplyBeta = 4;
+
+/// The Scaling of alpha and beta for semiring S: the one as alpha and the
+/// zero as beta need nothing (C = P, C not read).
+template <class S, class T>
+Scaling scaling(const T& alpha, const T& beta) {
+  int flags = 0;
+  if (alpha != reference::one<S, T>()) flags |= kApplyAlpha;
+  if (beta != reference::zero<S, T>()) flags |= kReadC | (beta != reference::one<S, T>() ? kApplyBeta : 0);
+  return {&alpha, &beta, flags};
+}
+
+/// Strides of the operands of a batch (elements between products).
+struct Strides {
+  std::int64_t a, b, c, argmax;
+};
+
 void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                 const void* b, void* c, CUstream stream);
+                 const void* b, void* c, const Scaling& scaling, CUstream stream);
 void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
                         CUstream stream);
@@ -70,19 +115,41 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
                      const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                      std::int64_t ldargmax, bool reads_operand, const void* operand,
                      std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream);
-void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
-                         const void* a, std::int64_t stride_a, const void* b, std::int64_t stride_b,
-                         void* c, std::int64_t stride_c, std::int64_t batch, CUstream stream);
+/// Launches batched `id` (a default tile: the small tile for m x n is picked
+/// here; a small-tile id is launched as is). argmax is null for gemm_batched.
+void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
+                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
+                         const Strides& strides, std::int64_t batch, const Scaling& scaling, CUstream stream);
+/// Batched backward: strides.a/b are those of dC and of the operand read by
+/// MaxMul, strides.c that of the gradient, strides.argmax that of the argmax.
+void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
+                             const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
+                             std::int64_t ldargmax, bool reads_operand, const void* operand,
+                             std::int64_t ld_operand, void* grad, std::int64_t ldgrad, const Strides& strides,
+                             std::int64_t batch, CUstream stream);
 
 }  // namespace detail
 
-/// C (m x n, ldc) = op(A) (x) op(B).
+/// C (m x n, ldc) = op(A) (x) op(B); C is not read.
 template <Semiring S, Element T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
           CUstream stream = nullptr) {
-  detail::launch_gemm(kernel_id<S, T, Op::kGemm>(), sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a,
-                      b, c, stream);
+  constexpr auto id = kernel_id<S, T, Op::kGemm>();
+  detail::launch_gemm(id, sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, {nullptr, nullptr, 0}, stream);
+}
+
+/// C = alpha (x) (op(A) (x) op(B)) (+) beta (x) C with semiring elements alpha
+/// and beta: beta = the zero overwrites C without reading it (as the call
+/// without alpha and beta, at the same speed), beta = the one accumulates
+/// (C = C (+) ...), in place.
+template <Semiring S, Element T>
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
+          CUstream stream = nullptr) {
+  constexpr auto id = kernel_id<S, T, Op::kGemm>();
+  detail::launch_gemm(id, sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, detail::scaling<S, T>(alpha, beta),
+                      stream);
 }
 
 /// C = A (x) B for densely packed, untransposed A (m x k), B (k x n), C (m x n).
@@ -106,8 +173,8 @@ void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_
 
 /// dA (laid out like A: m x k, or k x m if ta) from dC (m x n) and the argmax
 /// of the forward product; overwrites dA. b is read for MaxMul only (may be
-/// null otherwise). Accumulates with atomics, so float sums may differ in the
-/// last bits from run to run.
+/// null otherwise). Not deterministic: it scatters with atomics, so float
+/// sums may differ in the last bits from run to run (the batched form is).
 template <Semiring S, Element T>
 void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
@@ -119,7 +186,8 @@ void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
 }
 
 /// dB (laid out like B: k x n, or n x k if tb) from dC (m x n) and the argmax
-/// of the forward product; overwrites dB. a is read for MaxMul only.
+/// of the forward product; overwrites dB. a is read for MaxMul only. Not
+/// deterministic (atomics), like backward_a.
 template <Semiring S, Element T>
 void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
@@ -133,15 +201,72 @@ void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch; matrix p of each operand
 /// starts stride elements after matrix p - 1. stride_a or stride_b may be 0
 /// (one operand for the whole batch); negative strides, and a stride_c that
-/// makes two products of C overlap, are rejected.
+/// makes two products of C overlap, are rejected. Small products (m and n up
+/// to a small tile of codegen/spec.py) run one block per product.
 template <Semiring S, Element T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                   std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), sizeof(T),
-                              {ta, tb, m, n, k, lda, ldb, ldc}, a, stride_a, b, stride_b, c, stride_c,
-                              batch, stream);
+  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a,
+                              b, c, nullptr, 0, {stride_a, stride_b, stride_c, 0}, batch, {nullptr, nullptr, 0},
+                              stream);
+}
+
+/// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch,
+/// with alpha and beta as in gemm (beta = the zero: C not read).
+template <Semiring S, Element T>
+void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                  std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
+                  std::int64_t batch, CUstream stream = nullptr) {
+  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a,
+                              b, c, nullptr, 0, {stride_a, stride_b, stride_c, 0}, batch,
+                              detail::scaling<S, T>(alpha, beta), stream);
+}
+
+/// gemm_argmax of every product of a batch, strided like gemm_batched; the
+/// argmax of product p (m x n, ldargmax) starts at argmax + p * stride_argmax.
+/// Product p equals gemm_argmax on slice p. k must be below 2^31.
+template <Semiring S, Element T>
+void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                         std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                         std::int64_t batch, CUstream stream = nullptr) {
+  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatchedArgmax>(), sizeof(T),
+                              {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, argmax, ldargmax,
+                              {stride_a, stride_b, stride_c, stride_argmax}, batch, {nullptr, nullptr, 0}, stream);
+}
+
+/// backward_a of every product of a batch (dA[p] from dC[p], argmax[p] and,
+/// for MaxMul, B[p]); overwrites every dA[p]. Deterministic: each element's
+/// terms are added in increasing j without atomics, the same sums as the CPU
+/// reference bit for bit. One thread per row of each product: fast for many
+/// small products, slow for a few large ones (use backward_a there).
+template <Semiring S, Element T>
+void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
+                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* b, std::int64_t ldb,
+                        std::int64_t stride_b, T* grad_a, std::int64_t ldga, std::int64_t stride_ga,
+                        std::int64_t batch, CUstream stream = nullptr) {
+  detail::launch_backward_batched(kernel_id<S, T, Op::kBackwardABatched>(), sizeof(T), {ta, tb, m, n, k, 0, ldb, 0},
+                                  grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, b, ldb, grad_a, ldga,
+                                  {stride_gc, stride_b, stride_ga, stride_argmax}, batch, stream);
+}
+
+/// backward_b of every product of a batch; overwrites every dB[p].
+/// Deterministic (terms added in increasing i), like backward_a_batched; one
+/// thread per column of each product.
+template <Semiring S, Element T>
+void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
+                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* a, std::int64_t lda,
+                        std::int64_t stride_a, T* grad_b, std::int64_t ldgb, std::int64_t stride_gb,
+                        std::int64_t batch, CUstream stream = nullptr) {
+  detail::launch_backward_batched(kernel_id<S, T, Op::kBackwardBBatched>(), sizeof(T), {ta, tb, m, n, k, lda, 0, 0},
+                                  grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, a, lda, grad_b, ldgb,
+                                  {stride_gc, stride_a, stride_gb, stride_argmax}, batch, stream);
 }
 
 }  // namespace tropical

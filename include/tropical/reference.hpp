@@ -16,15 +16,25 @@
 ///   (op(A) is M x K, so a transposed A is stored K x M with lda >= M).
 /// - Integers have no infinity: lowest()/max() play -inf/+inf; the
 ///   multiplication saturates to [lowest(), max()] and the semiring zero
-///   absorbs (-inf + x = -inf in MaxPlus), so nothing overflows.
+///   absorbs (-inf + x = -inf in MaxPlus), so nothing overflows. MaxMin and
+///   MinMax need neither: min and max are exact.
 /// - NaN: the addition is IEEE fmax/fmin, which ignores a NaN operand, so a NaN
-///   product (NaN input, or -inf + inf) never wins; an element of C with no
-///   non-NaN product is the semiring zero and its argmax is -1.
+///   product (NaN input, -inf + inf, 0 * inf, or a NaN operand of MaxMin's
+///   and MinMax's NaN-propagating min/max) never wins; an element of C with
+///   no non-NaN product is the semiring zero and its argmax is -1.
+/// - AndOr works on bytes: any non-zero byte is true; every result is 0 or 1.
 /// - argmax: the k whose product wins, ties to the smallest k; -1 if no
-///   product is strictly better than the semiring zero.
-/// - backward: dA(i, k*) += dC(i, j) * d(a (x) b)/da with k* = argmax(i, j)
-///   (the derivative is 1 for (+) semirings and b for MaxMul); dA is
-///   overwritten, laid out like A (transposed if A is).
+///   product is strictly better than the semiring zero (AndOr: the first k
+///   with a(i, k) and b(k, j) both true; MaxMin/MinMax: the first k that
+///   attains the bottleneck).
+/// - alpha/beta: C = alpha (x) P (+) beta (x) C with P = op(A) (x) op(B);
+///   alpha equal to the one is skipped (alpha (x) P = P), beta equal to the
+///   zero overwrites C without reading it, beta equal to the one adds C as is.
+/// - backward (MaxPlus, MinPlus, MaxMul): dA(i, k*) += dC(i, j) *
+///   d(a (x) b)/da with k* = argmax(i, j) (the derivative is 1 for (+)
+///   semirings and b for MaxMul); dA is overwritten, laid out like A
+///   (transposed if A is); each element sums its terms in increasing j (dA)
+///   or i (dB), starting from 0. MaxMin, MinMax and AndOr have no backward.
 namespace tropical::reference {
 
 /// The value of a semiring identity for element type T.
@@ -43,18 +53,32 @@ constexpr T identity_value(Identity id) {
   return T(0);
 }
 
+/// True if the catalog has semiring S over element type T (a concept, so a
+/// missing pair does not compile).
+template <class S, class T>
+concept SupportedPair = Semiring<S> && Element<T> && kSupported<S, T>;
+
+/// True if S has a backward pass (its product is + or *).
+template <class S>
+concept Differentiable = Semiring<S> && (S::kMul == MulKind::kAdd || S::kMul == MulKind::kMul);
+
 /// The semiring zero (identity of the addition, absorbing for the multiplication).
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T>
 constexpr T zero() { return identity_value<T>(S::kZero); }
 
 /// The semiring one (identity of the multiplication).
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T>
 constexpr T one() { return identity_value<T>(S::kOne); }
 
-/// The semiring addition (max or min; IEEE fmax/fmin for floats).
-template <Semiring S, Element T>
+/// The semiring addition (max or min, IEEE fmax/fmin for floats; logical or, 0 or 1).
+template <class S, class T>
+  requires SupportedPair<S, T>
 T add(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (S::kAdd == AddKind::kOr) {
+    return static_cast<T>(a != 0 || b != 0);
+  } else if constexpr (std::is_floating_point_v<T>) {
     return S::kAdd == AddKind::kMax ? std::fmax(a, b) : std::fmin(a, b);
   } else {
     return S::kAdd == AddKind::kMax ? (a > b ? a : b) : (a < b ? a : b);
@@ -62,22 +86,34 @@ T add(T a, T b) {
 }
 
 /// True if product p beats the running winner acc (strictly; false for NaN).
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T>
 bool better(T p, T acc) {
-  return S::kAdd == AddKind::kMax ? p > acc : p < acc;
+  return S::kAdd == AddKind::kMin ? p < acc : p > acc;
 }
 
-/// The semiring multiplication; saturating, with an absorbing zero, for integers.
-template <Semiring S, Element T>
+/// The semiring multiplication: saturating with an absorbing zero for
+/// integer sums and products, NaN-propagating min/max, logical and (0 or 1).
+template <class S, class T>
+  requires SupportedPair<S, T>
 T mul(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (S::kMul == MulKind::kAnd) {
+    return static_cast<T>(a != 0 && b != 0);
+  } else if constexpr (S::kMul == MulKind::kMin || S::kMul == MulKind::kMax) {
+    const bool take_a = S::kMul == MulKind::kMin ? a < b : a > b;
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::isnan(a) || take_a ? a : b;
+    } else {
+      return take_a ? a : b;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
     return S::kMul == MulKind::kAdd ? a + b : a * b;
   } else {
     constexpr T lo = std::numeric_limits<T>::lowest();
     constexpr T hi = std::numeric_limits<T>::max();
     T r{};
     if constexpr (S::kMul == MulKind::kAdd) {
-      constexpr T z = zero<S, T>();
+      constexpr T z = identity_value<T>(S::kZero);
       if (a == z || b == z) return z;
       if (__builtin_add_overflow(a, b, &r)) return a < 0 ? lo : hi;
     } else {
@@ -87,34 +123,80 @@ T mul(T a, T b) {
   }
 }
 
-/// C (m x n) = op(A) (x) op(B).
-template <Semiring S, Element T>
+/// C (m x n) = op(A) (x) op(B); C is not read.
+template <class S, class T>
+  requires SupportedPair<S, T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc);
 
+/// C (m x n) = alpha (x) (op(A) (x) op(B)) (+) beta (x) C (see above for the identities).
+template <class S, class T>
+  requires SupportedPair<S, T>
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+
 /// C = op(A) (x) op(B) and the winning k of every element (see above).
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T>
 void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                  std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
                  std::int32_t* argmax, std::int64_t ldargmax);
 
 /// dA (laid out like A) from dC (m x n) and the argmax; b is read for MaxMul only.
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
 void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                 std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga);
 
 /// dB (laid out like B) from dC (m x n) and the argmax; a is read for MaxMul only.
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
 void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                 std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb);
 
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch, operand p at base + p * stride.
-template <Semiring S, Element T>
+template <class S, class T>
+  requires SupportedPair<S, T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                   std::int64_t batch);
+
+/// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.
+template <class S, class T>
+  requires SupportedPair<S, T>
+void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+                  const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                  std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
+                  std::int64_t batch);
+
+/// gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.
+template <class S, class T>
+  requires SupportedPair<S, T>
+void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                         std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                         std::int64_t batch);
+
+/// backward_a of every product of a batch.
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
+void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
+                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                        const T* b, std::int64_t ldb, std::int64_t stride_b, T* grad_a, std::int64_t ldga,
+                        std::int64_t stride_ga, std::int64_t batch);
+
+/// backward_b of every product of a batch.
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
+void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
+                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                        const T* a, std::int64_t lda, std::int64_t stride_a, T* grad_b, std::int64_t ldgb,
+                        std::int64_t stride_gb, std::int64_t batch);
 
 }  // namespace tropical::reference

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tropical/catalog.hpp"
-#include "tropical/jit/disk_cache.hpp"
+#include "tropical/jit/storage/local_store.hpp"
 #include "tropical/jit/registry.hpp"
 
 namespace tropical {
@@ -20,6 +20,14 @@ jit::Registry& registry();
 /// and the disk cache on `threads` workers (0: every core). Needs no GPU.
 jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels = {}, unsigned threads = 0,
                      const jit::WarmProgress& progress = {});
+
+/// Number of CUDA devices this process can use: 0 without a driver, without
+/// a GPU, or if the driver fails to initialise. Never throws; thread-safe.
+int device_count() noexcept;
+
+/// The version of the library the program runs with ("0.1.0"); compare with
+/// TROPICAL_VERSION (tropical/version.hpp), the version it was compiled against.
+const char* version() noexcept;
 
 /// Compute capability of a device as 10 * major + minor (90 for an H100).
 /// Throws Unavailable without a driver or GPU.

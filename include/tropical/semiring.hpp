@@ -4,11 +4,13 @@
 
 namespace tropical {
 
-/// The addition of a semiring: which of two values the reduction keeps.
-enum class AddKind : std::uint8_t { kMax, kMin };
+/// The addition of a semiring: which of two values the reduction keeps, or
+/// the logical or of two bytes (any non-zero byte is true; the result is 0 or 1).
+enum class AddKind : std::uint8_t { kMax, kMin, kOr };
 
-/// The multiplication of a semiring: ordinary sum or product (saturating for integers).
-enum class MulKind : std::uint8_t { kAdd, kMul };
+/// The multiplication of a semiring: ordinary sum or product (saturating for
+/// integers), the smaller or larger operand, or the logical and of two bytes.
+enum class MulKind : std::uint8_t { kAdd, kMul, kMin, kMax, kAnd };
 
 /// A semiring identity: kLowest/kHighest are -inf/+inf for floats and
 /// numeric_limits<T>::lowest()/max() for integers; kZero/kOne are 0 and 1.

@@ -9,3 +9,4 @@
 #include "tropical/reference.hpp"
 #include "tropical/runtime.hpp"
 #include "tropical/semiring.hpp"
+#include "tropical/version.hpp"

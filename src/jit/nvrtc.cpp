@@ -106,6 +106,8 @@ const Location& location() {
 #define TROPICAL_NVRTC_FUNCTIONS(X) \
   X(nvrtcVersion)                   \
   X(nvrtcGetErrorString)            \
+  X(nvrtcGetNumSupportedArchs)      \
+  X(nvrtcGetSupportedArchs)         \
   X(nvrtcCreateProgram)             \
   X(nvrtcDestroyProgram)            \
   X(nvrtcCompileProgram)            \
@@ -283,6 +285,20 @@ std::string nvrtc_version() {
     throw Unavailable(std::string("tropical: nvrtcVersion failed: ") + api.nvrtcGetErrorString(r));
   }
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<int> supported_archs() {
+  const Nvrtc& api = nvrtc();
+  int count = 0;
+  if (const nvrtcResult r = api.nvrtcGetNumSupportedArchs(&count); r != NVRTC_SUCCESS) {
+    throw Unavailable(std::string("tropical: nvrtcGetNumSupportedArchs failed: ") + api.nvrtcGetErrorString(r));
+  }
+  std::vector<int> archs(static_cast<std::size_t>(std::max(count, 0)));
+  if (const nvrtcResult r = api.nvrtcGetSupportedArchs(archs.data()); r != NVRTC_SUCCESS) {
+    throw Unavailable(std::string("tropical: nvrtcGetSupportedArchs failed: ") + api.nvrtcGetErrorString(r));
+  }
+  std::sort(archs.begin(), archs.end());
+  return archs;
 }
 
 bool nvrtc_loaded() noexcept { return g_loaded.load(std::memory_order_acquire); }

@@ -16,11 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::uint64_t nanoseconds_since(Clock::time_point start) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
-}
-
 }  // namespace
 
 struct Registry::ImageSlot {
@@ -46,7 +41,7 @@ struct Registry::Counters {
 
 Registry::Registry(Catalog catalog, CacheConfig cache)
     : catalog_(catalog),
-      disk_(std::make_unique<DiskCache>(std::move(cache))),
+      tiers_(std::make_unique<Tiers>(cache)),
       functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       counters_(std::make_unique<Counters[]>(catalog.size())),
       images_(std::make_unique<ImageTable>()) {
@@ -90,13 +85,15 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
     throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");
   }
   ImageSlot& slot = image_slot(id, arch);
+  bool ran = false;
   // Nothing may leave a call_once callable by exception: the slot keeps the
   // image or the error, and every caller rethrows it outside.
   std::call_once(slot.once, [&]() noexcept {
+    ran = true;
     try {
       Counters& counters = counters_[id];
       bool compiled = false;
-      slot.image = disk_->get_or_compile(
+      slot.image = tiers_->get_or_compile(
           cache_key(id, arch),
           [&] {
             const auto start = Clock::now();
@@ -119,6 +116,9 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch) {
       slot.error = std::current_exception();
     }
   });
+  if (!ran && slot.image) {
+    log_line(tiers_->log(), LogLevel::kDebug, std::string(catalog_[id].name) + " sm_" + std::to_string(arch) + ": memory hit");
+  }
   if (slot.error) std::rethrow_exception(slot.error);
   return *slot.image;
 }
@@ -156,7 +156,7 @@ CUfunction Registry::resolve(std::uint32_t id, int device) {
             return compiled;
           };
           ptx =
-              disk_->get_or_compile(cache_key(id, arch), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
+              tiers_->get_or_compile(cache_key(id, arch), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
         }
         if (!ptx.empty() && api.cuModuleLoadData(&module, ptx.c_str()) == CUDA_SUCCESS) result = CUDA_SUCCESS;
       }

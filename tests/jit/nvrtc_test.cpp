@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +169,15 @@ TEST(NvrtcVersion, is_major_dot_minor_of_release_13) {
   const std::string version = nvrtc_version();
   EXPECT_EQ(version.rfind("13.", 0), 0u) << version;
   EXPECT_TRUE(nvrtc_loaded());
+}
+
+TEST(SupportedArchs, are_ascending_and_include_the_archs_the_catalog_is_tested_for) {
+  const std::vector<int> archs = supported_archs();
+  EXPECT_TRUE(std::is_sorted(archs.begin(), archs.end()));
+  for (const int arch : {80, 90}) {
+    EXPECT_NE(std::find(archs.begin(), archs.end(), arch), archs.end()) << arch;
+  }
+  EXPECT_EQ(std::find(archs.begin(), archs.end(), 50), archs.end()) << "NVRTC 13 dropped sm_50";
 }
 
 TEST(Compile, produces_elf_cubin_and_ptx_for_sm80_and_sm90) {

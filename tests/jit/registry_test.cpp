@@ -137,6 +137,28 @@ TEST(Registry, a_new_registry_retries_a_failed_compile) {
   }
 }
 
+constexpr KernelSource kTiny[] = {
+    {0, "tiny", "extern \"C\" __global__ void tiny() {}\n", "0"},
+};
+
+TEST(Registry, debug_log_tells_a_memory_hit_from_a_compile) {
+  CacheConfig config = no_disk();
+  config.log = LogLevel::kDebug;
+  Registry registry(kTiny, config);
+  ::testing::internal::CaptureStderr();
+  const CompiledImage& first = registry.image(0, kArch);
+  const CompiledImage& second = registry.image(0, kArch);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(&first, &second);
+  const auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (auto at = err.find(needle); at != std::string::npos; at = err.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("tropical: info: tiny sm_90: compiled in "), 1) << err;
+  EXPECT_EQ(count("tropical: debug: tiny sm_90: memory hit"), 1) << err;
+}
+
 TEST(Registry, unknown_kernel_id_is_an_invalid_argument) {
   Registry registry(catalog::kKernels, no_disk());
   EXPECT_THROW(registry.image(static_cast<std::uint32_t>(catalog::kKernelCount), kArch), InvalidArgument);

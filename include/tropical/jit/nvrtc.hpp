@@ -46,6 +46,11 @@ const std::string& nvrtc_identity();
 /// NVRTC's own version, "major.minor"; loads libnvrtc. Throws Unavailable.
 std::string nvrtc_version();
 
+/// The sm_XY targets (10 * major + minor, ascending) that the NVRTC compile()
+/// uses can compile for, as nvrtcGetSupportedArchs reports them; loads
+/// libnvrtc. Thread-safe. Throws Unavailable.
+std::vector<int> supported_archs();
+
 /// True once this process has loaded libnvrtc (through compile or nvrtc_version).
 bool nvrtc_loaded() noexcept;
 

@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "tropical/jit/disk_cache.hpp"
 #include "tropical/jit/kernel_source.hpp"
 #include "tropical/jit/nvrtc.hpp"
+#include "tropical/jit/storage/config.hpp"
+#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/jit/storage/tiers.hpp"
 
 namespace tropical::jit {
 
@@ -47,8 +49,10 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// of the process. Knows nothing of what the kernels compute.
 ///
 /// First use of (kernel, device): the image for the device's sm_XY is taken
-/// from memory, else the disk cache, else compiled by NVRTC (one fragment, the
-/// fixed compile_options()), then loaded with cuModuleLoadData in the device's
+/// from memory (the first tier: this registry's image slots), else the
+/// persistent tiers in order (Tiers: the local directory, then whatever the
+/// configuration adds), else compiled by NVRTC (one fragment, the fixed
+/// compile_options()), then loaded with cuModuleLoadData in the device's
 /// primary context. Images are shared by devices of the same arch.
 ///
 /// Errors are sticky: a slot whose compile or load failed keeps that error and
@@ -62,7 +66,7 @@ class Registry {
   /// Devices per process the registry can serve (ordinals 0 .. kMaxDevices-1).
   static constexpr int kMaxDevices = 64;
 
-  /// A registry over `catalog` (entry i must have id i) with a disk tier
+  /// A registry over `catalog` (entry i must have id i) with the tiers
   /// configured by `cache`. Compiles nothing until asked.
   Registry(Catalog catalog, CacheConfig cache);
   ~Registry();
@@ -101,8 +105,11 @@ class Registry {
   /// The catalog this registry serves.
   Catalog catalog() const noexcept { return catalog_; }
 
-  /// The disk tier.
-  DiskCache& disk() noexcept { return *disk_; }
+  /// The local directory tier (statistics, clear, info, entry paths).
+  LocalStore& disk() noexcept { return tiers_->primary(); }
+
+  /// Every persistent tier, in lookup order.
+  Tiers& tiers() noexcept { return *tiers_; }
 
   /// The disk-cache key of kernel `id` for sm_<arch>; computing it loads no NVRTC.
   CacheKey cache_key(std::uint32_t id, int arch) const;
@@ -122,7 +129,7 @@ class Registry {
   ImageSlot& image_slot(std::uint32_t id, int arch);
 
   Catalog catalog_;
-  std::unique_ptr<DiskCache> disk_;
+  std::unique_ptr<Tiers> tiers_;
   std::unique_ptr<FunctionSlot[]> functions_;
   std::unique_ptr<Counters[]> counters_;
   struct ImageTable;

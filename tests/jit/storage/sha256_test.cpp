@@ -1,11 +1,13 @@
-#include "tropical/jit/sha256.hpp"
+#include "tropical/jit/storage/sha256.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,46 +16,35 @@ namespace {
 
 std::string hex_of(std::string_view message) { return Sha256::hex(Sha256::of(message)); }
 
-// Every test runs twice: on the portable code, and on what the CPU offers
-// (the SHA extensions where present, so both implementations are checked).
-class Sha256Test : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override { Sha256::force_portable(GetParam()); }
-  void TearDown() override { Sha256::force_portable(false); }
-};
-
-std::string engine_name(const ::testing::TestParamInfo<bool>& info) {
-  return info.param ? "portable" : "automatic";
-}
-
-INSTANTIATE_TEST_SUITE_P(Engines, Sha256Test, ::testing::Bool(), engine_name);
+// The wrapper of libcrypto's SHA-256 against the FIPS 180-4 vectors: the
+// one-shot call, incremental updates split anywhere, and the hex form.
 
 // FIPS 180-4 examples (NIST "SHA256.pdf" and the CAVP short/long messages).
-TEST_P(Sha256Test, empty_message_matches_fips_vector) {
+TEST(Sha256, empty_message_matches_fips_vector) {
   EXPECT_EQ(hex_of(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
-TEST_P(Sha256Test, abc_matches_fips_vector) {
+TEST(Sha256, abc_matches_fips_vector) {
   EXPECT_EQ(hex_of("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-TEST_P(Sha256Test, two_block_448_bit_message_matches_fips_vector) {
+TEST(Sha256, two_block_448_bit_message_matches_fips_vector) {
   EXPECT_EQ(hex_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-TEST_P(Sha256Test, two_block_896_bit_message_matches_fips_vector) {
+TEST(Sha256, two_block_896_bit_message_matches_fips_vector) {
   EXPECT_EQ(hex_of("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklm"
                    "nopqrlmnopqrsmnopqrstnopqrstu"),
             "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 }
 
-TEST_P(Sha256Test, one_million_a_matches_fips_vector) {
+TEST(Sha256, one_million_a_matches_fips_vector) {
   EXPECT_EQ(hex_of(std::string(1'000'000, 'a')),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_P(Sha256Test, one_million_a_fed_in_uneven_chunks_matches_fips_vector) {
+TEST(Sha256, one_million_a_fed_in_uneven_chunks_matches_fips_vector) {
   const std::string million(1'000'000, 'a');
   Sha256 sha;
   std::size_t at = 0;
@@ -62,13 +53,12 @@ TEST_P(Sha256Test, one_million_a_fed_in_uneven_chunks_matches_fips_vector) {
     sha.update(std::string_view(million).substr(at, n));
     at += n;
   }
-  EXPECT_EQ(Sha256::hex(sha.digest()),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(Sha256::hex(sha.digest()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 // Lengths around the padding boundaries (55/56 bytes: the length still fits in
 // the last block or not; 64: an exact block). Expected values from Python's hashlib.
-TEST_P(Sha256Test, messages_at_padding_boundaries_match_reference) {
+TEST(Sha256, messages_at_padding_boundaries_match_reference) {
   const std::vector<std::pair<std::size_t, std::string>> cases = {
       {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
       {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
@@ -85,18 +75,17 @@ TEST_P(Sha256Test, messages_at_padding_boundaries_match_reference) {
   }
 }
 
-TEST_P(Sha256Test, all_byte_values_hash_like_reference) {
+TEST(Sha256, all_byte_values_hash_like_reference) {
   std::vector<std::byte> bytes;
   for (int round = 0; round < 4; ++round) {
     for (int b = 0; b < 256; ++b) bytes.push_back(static_cast<std::byte>(b));
   }
   Sha256 sha;
   sha.update(bytes);
-  EXPECT_EQ(Sha256::hex(sha.digest()),
-            "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9");
+  EXPECT_EQ(Sha256::hex(sha.digest()), "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9");
 }
 
-TEST_P(Sha256Test, incremental_updates_split_anywhere_equal_one_shot) {
+TEST(Sha256, incremental_updates_split_anywhere_equal_one_shot) {
   std::string message;
   for (int i = 0; i < 200; ++i) message.push_back(static_cast<char>(i * 37 + 11));
   for (std::size_t length = 0; length <= message.size(); ++length) {
@@ -115,42 +104,36 @@ TEST_P(Sha256Test, incremental_updates_split_anywhere_equal_one_shot) {
   }
 }
 
-TEST_P(Sha256Test, byte_and_string_updates_agree) {
+TEST(Sha256, byte_and_string_updates_agree) {
   const std::string text = "tropical semiring";
   Sha256 sha;
   sha.update(std::as_bytes(std::span<const char>(text.data(), text.size())));
   EXPECT_EQ(sha.digest(), Sha256::of(text));
 }
 
-TEST_P(Sha256Test, hex_is_64_lower_case_digits) {
+TEST(Sha256, hex_is_64_lower_case_digits) {
   const std::string hex = hex_of("abc");
   ASSERT_EQ(hex.size(), 64u);
   for (char c : hex) EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << c;
 }
 
-TEST(Sha256Engines, portable_and_automatic_agree_on_every_length_to_four_kib) {
-  std::string message;
-  std::uint32_t x = 12345;
-  for (int i = 0; i < 4096; ++i) {
-    x = x * 1664525u + 1013904223u;
-    message.push_back(static_cast<char>(x >> 24));
+TEST(Sha256, threads_hashing_at_once_agree) {
+  const std::string message(100'000, 'x');
+  const Sha256::Digest expected = Sha256::of(message);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        Sha256 sha;
+        sha.update(std::string_view(message).substr(0, 333));
+        sha.update(std::string_view(message).substr(333));
+        if (sha.digest() != expected || Sha256::of(message) != expected) ++wrong;
+      }
+    });
   }
-  for (std::size_t length = 0; length <= message.size(); length += (length < 300 ? 1 : 61)) {
-    const std::string_view part = std::string_view(message).substr(0, length);
-    Sha256::force_portable(true);
-    const Sha256::Digest portable = Sha256::of(part);
-    Sha256::force_portable(false);
-    ASSERT_EQ(Sha256::of(part), portable) << length << " bytes";
-  }
-}
-
-TEST(Sha256Engines, forcing_portable_turns_acceleration_off) {
-  const bool accelerated = Sha256::hardware_accelerated();
-  Sha256::force_portable(true);
-  EXPECT_FALSE(Sha256::hardware_accelerated());
-  Sha256::force_portable(false);
-  EXPECT_EQ(Sha256::hardware_accelerated(), accelerated);
-  ::testing::Test::RecordProperty("hardware_accelerated", accelerated ? "yes" : "no");
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace

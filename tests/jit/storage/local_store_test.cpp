@@ -1,356 +1,31 @@
-#include "tropical/jit/disk_cache.hpp"
+// The local directory tier: the disk cache's behaviour before the storage
+// split (one process, several, killed writers, damage, limits, security,
+// degrading, statistics), and the red-team families of issue 10.
+#include "tropical/jit/storage/local_store.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <bit>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
+#include <algorithm>
+#include <array>
 #include <latch>
 #include <optional>
 #include <set>
-#include <string>
-#include <thread>
-#include <vector>
 
-#include "tropical/jit/sha256.hpp"
+#include "test_support.hpp"
+#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/jit/storage/entry.hpp"
 
 namespace tropical::jit {
 namespace {
 
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-
-// ---------------------------------------------------------------------------
-// Fixtures and helpers.
-
-CacheKey make_key(int i) {
-  return CacheKey{"tropical_gemm_maxplus_f32_" + std::to_string(100 + i),
-                  Sha256::hex(Sha256::of("fragment " + std::to_string(i))),
-                  {"--gpu-architecture=sm_90", "-std=c++17", "-DTILE=" + std::to_string(100 + i)},
-                  90,
-                  "libnvrtc.so.13.0.88"};
-}
-
-CompiledImage make_image(int i, std::size_t cubin_size = 4096) {
-  CompiledImage image;
-  image.cubin.resize(cubin_size);
-  for (std::size_t j = 0; j < cubin_size; ++j) {
-    image.cubin[j] = static_cast<std::byte>((static_cast<std::size_t>(i) * 131 + j * 7 + (j >> 8)) & 0xff);
-  }
-  image.ptx = ".version 8.0\n.target sm_90\n// kernel " + std::to_string(100 + i) + "\n";
-  return image;
-}
-
-bool same(const CompiledImage& a, const CompiledImage& b) { return a.cubin == b.cubin && a.ptx == b.ptx; }
-
-// What a hit returns with the default ImageParts::kCubin: the CUBIN, no PTX.
-CompiledImage cubin_only(CompiledImage image) {
-  image.ptx.clear();
-  return image;
-}
-
-// What get_or_compile returns with the default parts: the whole image if it compiled, else the CUBIN alone.
-CompiledImage expected(int i, bool compiled) { return compiled ? make_image(i) : cubin_only(make_image(i)); }
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-int count_of(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-mode_t mode_of(const fs::path& path) {
-  struct stat st {};
-  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
-
-void set_mtime(const fs::path& path, std::chrono::seconds ago) {
-  timespec times[2];
-  times[0].tv_sec = times[1].tv_sec = ::time(nullptr) - ago.count();
-  times[0].tv_nsec = times[1].tv_nsec = 0;
-  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << path;
-}
-
-// A fresh directory per test, removed afterwards.
-class DiskCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "tropical_cache_test.XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-    dir_ = root_ / "cache";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-
-  CacheConfig config(std::uint64_t max_bytes = 1ull << 30) const {
-    CacheConfig c;
-    c.dir = dir_;
-    c.max_bytes = max_bytes;
-    return c;
-  }
-
-  // The size of the entry file make_key(i) / make_image(i, cubin_size) produce.
-  std::uint64_t entry_size(std::size_t cubin_size = 4096) const {
-    CacheConfig c;
-    c.dir = root_ / "measure";
-    DiskCache cache(c);
-    cache.get_or_compile(make_key(0), [&] { return make_image(0, cubin_size); });
-    return fs::file_size(cache.entry_path(make_key(0)));
-  }
-
-  fs::path root_;
-  fs::path dir_;
-};
-
-// A forked child running body() under an alarm, and waits on it bounded in time.
-struct Outcome {
-  bool timed_out = false;
-  int exit_code = -1;  ///< the child's exit status, or -1 if it did not exit
-  int signal = 0;      ///< the signal that ended it, or 0
-  std::string err;     ///< what it wrote to stderr, if captured
-};
-
-class Child {
- public:
-  explicit Child(const std::function<int()>& body, bool capture_stderr = false, unsigned alarm_s = 20) {
-    int pipe_fds[2] = {-1, -1};
-    if (capture_stderr && ::pipe(pipe_fds) != 0) std::abort();
-    std::fflush(nullptr);
-    pid_ = ::fork();
-    if (pid_ < 0) std::abort();
-    if (pid_ == 0) {
-      if (capture_stderr) {
-        ::dup2(pipe_fds[1], STDERR_FILENO);
-        ::close(pipe_fds[0]);
-        ::close(pipe_fds[1]);
-      }
-      ::alarm(alarm_s);
-      int code = 100;
-      try {
-        code = body();
-      } catch (...) {
-        code = 101;
-      }
-      std::fflush(nullptr);
-      ::_exit(code);
-    }
-    if (capture_stderr) {
-      ::close(pipe_fds[1]);
-      err_fd_ = pipe_fds[0];
-    }
-  }
-
-  Outcome wait(std::chrono::milliseconds timeout = 30s) {
-    Outcome outcome;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    for (;;) {
-      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        outcome.timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
-    if (err_fd_ >= 0) {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = ::read(err_fd_, buffer, sizeof buffer)) > 0) outcome.err.append(buffer, static_cast<size_t>(n));
-      ::close(err_fd_);
-      err_fd_ = -1;
-    }
-    return outcome;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int err_fd_ = -1;
-};
-
-// Counters in memory shared with forked children.
-class SharedCounters {
- public:
-  explicit SharedCounters(std::size_t n) : n_(n) {
-    void* map = ::mmap(nullptr, n * sizeof(std::uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED) std::abort();
-    words_ = static_cast<std::uint64_t*>(map);
-  }
-  ~SharedCounters() { ::munmap(words_, n_ * sizeof(std::uint64_t)); }
-  SharedCounters(const SharedCounters&) = delete;
-  SharedCounters& operator=(const SharedCounters&) = delete;
-  std::uint64_t add(std::size_t i) { return std::atomic_ref<std::uint64_t>(words_[i]).fetch_add(1) + 1; }
-  std::uint64_t get(std::size_t i) const { return std::atomic_ref<std::uint64_t>(words_[i]).load(); }
-
- private:
-  std::size_t n_;
-  std::uint64_t* words_;
-};
-
-// What a forked child exits with when the system lacks what its test needs.
-constexpr int kChildCannotSetUp = 77;
-
-// Writes text with one write(2), as /proc/self/uid_map wants. Returns whether it all went.
-bool write_once(const char* path, const std::string& text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
-// Mounts a tmpfs of size_option (such as "64k") at `at`, in a mount namespace of
-// this process alone, so that it goes away when the process ends. For a forked,
-// single-threaded child. Without root it enters a user namespace first, mapping
-// its own uid and gid. Returns "" or what failed.
-std::string mount_private_tmpfs(const fs::path& at, const std::string& size_option) {
-  const auto failed = [](const std::string& what) { return what + ": " + std::strerror(errno); };
-  const uid_t uid = ::geteuid();
-  const gid_t gid = ::getegid();
-  if (::unshare(CLONE_NEWNS) != 0) {
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return failed("unshare");
-    if (!write_once("/proc/self/setgroups", "deny") ||
-        !write_once("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
-        !write_once("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
-      return failed("mapping the user namespace");
-    }
-  }
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return failed("making mounts private");
-  }
-  const std::string options = "size=" + size_option + ",mode=0700";
-  if (::mount("tmpfs", at.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
-    return failed("mounting a tmpfs");
-  }
-  return "";
-}
-
-// Writes zeros to a new file until the file system is full. Returns whether it got there.
-bool fill_up(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const std::vector<char> zeros(4096);
-  for (;;) {
-    if (::write(fd, zeros.data(), zeros.size()) < 0) {
-      const bool full = errno == ENOSPC;
-      ::close(fd);
-      return full;
-    }
-  }
-}
-
-// The descriptor this process has open on path (compared as the kernel names it), or -1.
-int descriptor_of(const fs::path& path) {
-  const fs::path wanted = fs::canonical(path);
-  for (const auto& item : fs::directory_iterator("/proc/self/fd")) {
-    std::error_code error;
-    if (fs::read_symlink(item.path(), error) == wanted) return std::stoi(item.path().filename().string());
-  }
-  return -1;
-}
-
-// From now on, fsync(fd) fails with EIO in this process, and every other call
-// goes through (seccomp). The process makes only native system calls, so the
-// filter needs no check of the architecture.
-bool make_fsync_fail(int fd) {
-  constexpr std::uint32_t kFirstArgLow =
-      offsetof(seccomp_data, args) + (std::endian::native == std::endian::big ? 4 : 0);
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fsync, 0, 3),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kFirstArgLow),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(fd), 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
-  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
-}
-
-// ---------------------------------------------------------------------------
-// Keys.
-
-TEST(CacheKey, digest_is_hex_sha256_of_serialization) {
-  const CacheKey key = make_key(1);
-  EXPECT_EQ(key.digest(), Sha256::hex(Sha256::of(key.serialize())));
-  EXPECT_EQ(key.digest().size(), 64u);
-}
-
-TEST(CacheKey, every_field_changes_the_digest) {
-  const CacheKey base = make_key(1);
-  std::vector<CacheKey> variants(6, base);
-  variants[0].kernel_name += "x";
-  variants[1].source_digest[0] = variants[1].source_digest[0] == 'a' ? 'b' : 'a';
-  variants[2].options.push_back("-lineinfo");
-  std::swap(variants[3].options[0], variants[3].options[1]);
-  variants[4].arch = 100;
-  variants[5].compiler = "libnvrtc.so.13.1.0";
-  for (const auto& variant : variants) EXPECT_NE(variant.digest(), base.digest());
-}
-
-TEST(CacheKey, field_boundaries_are_unambiguous) {
-  CacheKey a = make_key(1), b = make_key(1);
-  a.options = {"ab", "c"};
-  b.options = {"a", "bc"};
-  EXPECT_NE(a.serialize(), b.serialize());
-  a = b = make_key(1);
-  a.kernel_name = "k";
-  a.source_digest = "xy";
-  b.kernel_name = "kx";
-  b.source_digest = "y";
-  EXPECT_NE(a.serialize(), b.serialize());
-  a = b = make_key(1);
-  a.options = {""};
-  b.options = {};
-  EXPECT_NE(a.serialize(), b.serialize());
-}
-
-TEST(CacheKey, serialization_is_deterministic) { EXPECT_EQ(make_key(3).serialize(), make_key(3).serialize()); }
+using namespace test;
 
 // ---------------------------------------------------------------------------
 // One process.
 
-TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, miss_compiles_once_then_hits_from_disk) {
+  LocalStore cache(config());
   int calls = 0;
   bool compiled = false;
   const auto compile = [&] {
@@ -363,7 +38,7 @@ TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
   EXPECT_FALSE(compiled);
   EXPECT_EQ(calls, 1);
 
-  DiskCache other(config());
+  LocalStore other(config());
   const auto loaded = other.load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_TRUE(same(*loaded, make_image(1)));
@@ -378,15 +53,15 @@ TEST_F(DiskCacheTest, miss_compiles_once_then_hits_from_disk) {
   EXPECT_EQ(other.process_stats().bytes_read, stats.bytes_written);
 }
 
-TEST_F(DiskCacheTest, absent_key_is_a_miss_but_not_an_error) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, absent_key_is_a_miss_but_not_an_error) {
+  LocalStore cache(config());
   EXPECT_FALSE(cache.load(make_key(7)).has_value());
   EXPECT_EQ(cache.process_stats().misses, 1u);
   EXPECT_EQ(cache.process_stats().errors, 0u);
 }
 
-TEST_F(DiskCacheTest, different_keys_get_different_entries) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, different_keys_get_different_entries) {
+  LocalStore cache(config());
   for (int i = 0; i < 4; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   for (int i = 0; i < 4; ++i) {
     const auto loaded = cache.load(make_key(i), ImageParts::kCubinAndPtx);
@@ -396,13 +71,13 @@ TEST_F(DiskCacheTest, different_keys_get_different_entries) {
   EXPECT_EQ(cache.info().entries, 4u);
 }
 
-TEST_F(DiskCacheTest, empty_and_large_images_round_trip) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, empty_and_large_images_round_trip) {
+  LocalStore cache(config());
   CompiledImage empty;
   cache.get_or_compile(make_key(1), [&] { return empty; });
   const CompiledImage large = make_image(2, 5 << 20);
   cache.get_or_compile(make_key(2), [&] { return large; });
-  DiskCache other(config());
+  LocalStore other(config());
   const auto loaded_empty = other.load(make_key(1), ImageParts::kCubinAndPtx);
   const auto loaded_large = other.load(make_key(2), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded_empty && loaded_large);
@@ -413,13 +88,13 @@ TEST_F(DiskCacheTest, empty_and_large_images_round_trip) {
   EXPECT_TRUE(same(*large_cubin, cubin_only(large)));
 }
 
-TEST_F(DiskCacheTest, hit_without_ptx_returns_the_cubin_and_reads_no_ptx) {
+TEST_F(LocalStoreTest, hit_without_ptx_returns_the_cubin_and_reads_no_ptx) {
   const CompiledImage image = make_image(1, 20000);
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(make_key(1), [&] { return image; });
   }
-  DiskCache cache(config());
+  LocalStore cache(config());
   const std::uint64_t size = fs::file_size(cache.entry_path(make_key(1)));
   const auto loaded = cache.load(make_key(1));
   ASSERT_TRUE(loaded.has_value());
@@ -428,68 +103,76 @@ TEST_F(DiskCacheTest, hit_without_ptx_returns_the_cubin_and_reads_no_ptx) {
   EXPECT_EQ(cache.process_stats().bytes_read, size - image.ptx.size());
 
   bool compiled = true;
-  const CompiledImage hit = cache.get_or_compile(make_key(1), [&] { return image; }, &compiled);
+  const CompiledImage hit = cache.get_or_compile(
+      make_key(1), [&] { return image; }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(hit.cubin, image.cubin);
   EXPECT_TRUE(hit.ptx.empty());
   EXPECT_EQ(cache.process_stats().hits, 2u);
 }
 
-TEST_F(DiskCacheTest, hit_with_ptx_returns_cubin_and_ptx) {
+TEST_F(LocalStoreTest, hit_with_ptx_returns_cubin_and_ptx) {
   const CompiledImage image = make_image(1, 20000);
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(make_key(1), [&] { return image; });
   }
-  DiskCache cache(config());
+  LocalStore cache(config());
   const auto loaded = cache.load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_TRUE(same(*loaded, image));
   EXPECT_EQ(cache.process_stats().bytes_read, fs::file_size(cache.entry_path(make_key(1))));
 
   bool compiled = true;
-  EXPECT_TRUE(
-      same(cache.get_or_compile(make_key(1), [&] { return image; }, &compiled, ImageParts::kCubinAndPtx), image));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [&] { return image; }, &compiled, ImageParts::kCubinAndPtx),
+                   image));
   EXPECT_FALSE(compiled);
   EXPECT_EQ(cache.process_stats().errors, 0u);
 }
 
-TEST_F(DiskCacheTest, fresh_compile_returns_the_whole_image_whatever_the_parts_asked) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, fresh_compile_returns_the_whole_image_whatever_the_parts_asked) {
+  LocalStore cache(config());
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   make_image(1)));
   EXPECT_TRUE(compiled);
   compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled, ImageParts::kCubin),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(2), [] { return make_image(2); }, &compiled, ImageParts::kCubin),
                    make_image(2)));
   EXPECT_TRUE(compiled);
 }
 
-TEST_F(DiskCacheTest, write_stages_are_reported_in_order) {
+TEST_F(LocalStoreTest, write_stages_are_reported_in_order) {
   std::vector<WriteStage> stages;
   CacheConfig c = config();
   c.test_hook = [&](WriteStage stage) { stages.push_back(stage); };
-  DiskCache cache(c);
+  LocalStore cache(c);
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
-  EXPECT_EQ(stages, (std::vector<WriteStage>{WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
-                                             WriteStage::kSynced, WriteStage::kRenamed}));
+  EXPECT_EQ(stages,
+            (std::vector<WriteStage>{WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
+                                     WriteStage::kSynced, WriteStage::kRenamed}));
   stages.clear();
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   EXPECT_TRUE(stages.empty()) << "a hit takes no lock and writes nothing";
 }
 
-TEST_F(DiskCacheTest, compile_exception_propagates_stores_nothing_and_releases_the_lock) {
-  DiskCache cache(config());
-  EXPECT_THROW(cache.get_or_compile(make_key(1), []() -> CompiledImage { throw std::runtime_error("nvrtc"); }),
-               std::runtime_error);
+TEST_F(LocalStoreTest, compile_exception_propagates_stores_nothing_and_releases_the_lock) {
+  LocalStore cache(config());
+  EXPECT_THROW(
+      cache.get_or_compile(make_key(1), []() -> CompiledImage { throw std::runtime_error("nvrtc"); }),
+      std::runtime_error);
   EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
   EXPECT_EQ(cache.process_stats().compiles, 0u);
 
   // Another process can take the lock at once.
   Child child([&] {
-    DiskCache cache_in_child(config());
+    LocalStore cache_in_child(config());
     bool compiled = false;
-    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache_in_child.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   const Outcome outcome = child.wait(20s);
@@ -498,24 +181,25 @@ TEST_F(DiskCacheTest, compile_exception_propagates_stores_nothing_and_releases_t
 
   // And so can this one.
   bool compiled = true;
-  EXPECT_TRUE(
-      same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), cubin_only(make_image(1))));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   cubin_only(make_image(1))));
   EXPECT_FALSE(compiled);
 }
 
-TEST_F(DiskCacheTest, temporary_files_are_not_left_behind_after_stores) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, temporary_files_are_not_left_behind_after_stores) {
+  LocalStore cache(config());
   for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   for (const auto& item : fs::directory_iterator(dir_)) {
-    EXPECT_EQ(item.path().filename().string().rfind("tmp.", 0), std::string::npos) << item.path();
+    EXPECT_FALSE(item.path().filename().string().starts_with(kTempPrefix)) << item.path();
   }
 }
 
-TEST_F(DiskCacheTest, no_descriptors_stay_open_after_lookups_and_stores) {
+TEST_F(LocalStoreTest, no_descriptors_stay_open_after_lookups_and_stores) {
   const auto open_descriptors = [] {
     return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator());
   };
-  DiskCache cache(config());
+  LocalStore cache(config());
   const auto before = open_descriptors();
   for (int i = 0; i < 20; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(cache.load(make_key(i)).has_value());
@@ -525,17 +209,18 @@ TEST_F(DiskCacheTest, no_descriptors_stay_open_after_lookups_and_stores) {
 // ---------------------------------------------------------------------------
 // Several processes and threads.
 
-TEST_F(DiskCacheTest, second_process_reads_entry_without_compiling) {
+TEST_F(LocalStoreTest, second_process_reads_entry_without_compiling) {
   Child writer([&] {
-    DiskCache cache(config());
+    LocalStore cache(config());
     bool compiled = false;
-    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   ASSERT_EQ(writer.wait().exit_code, 0);
 
   Child reader([&] {
-    DiskCache cache(config());
+    LocalStore cache(config());
     int calls = 0;
     bool compiled = true;
     const auto image = cache.get_or_compile(
@@ -550,12 +235,12 @@ TEST_F(DiskCacheTest, second_process_reads_entry_without_compiling) {
   });
   ASSERT_EQ(reader.wait().exit_code, 0);
 
-  DiskCache cache(config());
+  LocalStore cache(config());
   EXPECT_EQ(cache.machine_stats().compiles, 1u);
   EXPECT_EQ(cache.machine_stats().hits, 1u);
 }
 
-TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once) {
+TEST_F(LocalStoreTest, eight_processes_racing_on_five_keys_compile_each_key_once) {
   constexpr int kProcesses = 8;
   constexpr int kKeys = 5;
   SharedCounters compiles(kKeys);
@@ -565,7 +250,7 @@ TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once)
   for (int p = 0; p < kProcesses; ++p) {
     children.push_back(std::make_unique<Child>([&, p] {
       ::close(barrier[1]);
-      DiskCache cache(config());
+      LocalStore cache(config());
       char byte;
       if (::read(barrier[0], &byte, 1) != 0) return 10;  // released together when the parent closes its end
       for (int k = 0; k < kKeys; ++k) {
@@ -592,7 +277,7 @@ TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once)
     EXPECT_EQ(outcome.exit_code, 0);
   }
   for (int k = 0; k < kKeys; ++k) EXPECT_EQ(compiles.get(static_cast<std::size_t>(k)), 1u) << "key " << k;
-  DiskCache cache(config());
+  LocalStore cache(config());
   const CacheStats stats = cache.machine_stats();
   EXPECT_EQ(stats.compiles, static_cast<std::uint64_t>(kKeys));
   EXPECT_EQ(stats.misses, static_cast<std::uint64_t>(kKeys));
@@ -600,9 +285,9 @@ TEST_F(DiskCacheTest, eight_processes_racing_on_five_keys_compile_each_key_once)
   EXPECT_EQ(stats.errors, 0u);
 }
 
-TEST_F(DiskCacheTest, threads_racing_on_one_key_compile_once) {
+TEST_F(LocalStoreTest, threads_racing_on_one_key_compile_once) {
   constexpr int kThreads = 8;
-  DiskCache cache(config());
+  LocalStore cache(config());
   std::atomic<int> calls{0};
   std::atomic<int> wrong{0};
   std::latch start(kThreads);
@@ -629,18 +314,18 @@ TEST_F(DiskCacheTest, threads_racing_on_one_key_compile_once) {
   EXPECT_EQ(cache.process_stats().hits, static_cast<std::uint64_t>(kThreads - 1));
 }
 
-TEST_F(DiskCacheTest, threads_of_two_caches_on_one_directory_compile_each_key_once) {
+TEST_F(LocalStoreTest, threads_of_two_caches_on_one_directory_compile_each_key_once) {
   constexpr int kThreads = 8;
   constexpr int kKeys = 12;
-  DiskCache first(config());
-  DiskCache second(config());
+  LocalStore first(config());
+  LocalStore second(config());
   std::array<std::atomic<int>, kKeys> calls{};
   std::atomic<int> wrong{0};
   std::latch start(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      DiskCache& cache = t % 2 == 0 ? first : second;
+      LocalStore& cache = t % 2 == 0 ? first : second;
       start.arrive_and_wait();
       for (int k = 0; k < kKeys; ++k) {
         const int key = (k * 5 + t) % kKeys;
@@ -662,7 +347,7 @@ TEST_F(DiskCacheTest, threads_of_two_caches_on_one_directory_compile_each_key_on
   EXPECT_EQ(wrong.load(), 0);
 }
 
-TEST_F(DiskCacheTest, waiter_takes_over_when_the_lock_holder_is_killed) {
+TEST_F(LocalStoreTest, waiter_takes_over_when_the_lock_holder_is_killed) {
   int holding[2];
   ASSERT_EQ(::pipe(holding), 0);
   CacheConfig dying = config();
@@ -674,7 +359,7 @@ TEST_F(DiskCacheTest, waiter_takes_over_when_the_lock_holder_is_killed) {
     ::raise(SIGKILL);
   };
   Child holder([&] {
-    DiskCache cache(dying);
+    LocalStore cache(dying);
     cache.get_or_compile(make_key(1), [] { return make_image(1); });
     return 1;
   });
@@ -684,9 +369,10 @@ TEST_F(DiskCacheTest, waiter_takes_over_when_the_lock_holder_is_killed) {
   ::close(holding[0]);
 
   Child waiter([&] {
-    DiskCache cache(config());
+    LocalStore cache(config());
     bool compiled = false;
-    const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     return compiled && same(image, make_image(1)) ? 0 : 1;
   });
   EXPECT_EQ(holder.wait().signal, SIGKILL);
@@ -698,7 +384,7 @@ TEST_F(DiskCacheTest, waiter_takes_over_when_the_lock_holder_is_killed) {
 // ---------------------------------------------------------------------------
 // A writer killed at each stage.
 
-class KilledWriter : public DiskCacheTest, public ::testing::WithParamInterface<WriteStage> {};
+class KilledWriter : public LocalStoreTest, public ::testing::WithParamInterface<WriteStage> {};
 
 TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
   const WriteStage kill_at = GetParam();
@@ -707,14 +393,14 @@ TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
     if (stage == kill_at) ::raise(SIGKILL);
   };
   Child writer([&] {
-    DiskCache cache(dying);
+    LocalStore cache(dying);
     cache.get_or_compile(make_key(1), [] { return make_image(1); });
     return 1;
   });
   EXPECT_EQ(writer.wait().signal, SIGKILL);
 
   const bool renamed = kill_at == WriteStage::kRenamed;
-  DiskCache cache(config());
+  LocalStore cache(config());
   const auto loaded = cache.load(make_key(1));
   EXPECT_EQ(loaded.has_value(), renamed);
   if (loaded) {
@@ -724,9 +410,10 @@ TEST_P(KilledWriter, leaves_no_bad_entry_and_no_stale_lock) {
 
   // The next writer neither hangs on the dead writer's lock nor reads a half-written entry.
   Child next([&] {
-    DiskCache cache_in_child(config());
+    LocalStore cache_in_child(config());
     bool compiled = false;
-    const auto image = cache_in_child.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+    const auto image = cache_in_child.get_or_compile(
+        make_key(1), [] { return make_image(1); }, &compiled);
     if (compiled == renamed) return 2;
     return same(image, expected(1, compiled)) ? 0 : 3;
   });
@@ -744,8 +431,9 @@ std::string stage_name(const ::testing::TestParamInfo<WriteStage>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AtEveryStage, KilledWriter,
-                         ::testing::Values(WriteStage::kLocked, WriteStage::kCompiled, WriteStage::kTempWritten,
-                                           WriteStage::kSynced, WriteStage::kRenamed),
+                         ::testing::Values(WriteStage::kLocked, WriteStage::kCompiled,
+                                           WriteStage::kTempWritten, WriteStage::kSynced,
+                                           WriteStage::kRenamed),
                          stage_name);
 
 // ---------------------------------------------------------------------------
@@ -768,10 +456,12 @@ enum class Damage {
 };
 
 // Offsets of the entry layout: version at 8, key size at 16, cubin size at 24, ptx size at 32,
-// PTX checksum at 40, main checksum (header before it + key + cubin) at 72, key at 104.
+// PTX checksum at 40, main checksum (header before it + key + cubin) at 56, key at 72.
 constexpr std::size_t kPtxChecksumAt = 40;
-constexpr std::size_t kChecksumAt = 72;
-constexpr std::size_t kKeyAt = 104;
+constexpr std::size_t kChecksumAt = 56;
+constexpr std::size_t kKeyAt = 72;
+static_assert(kPtxChecksumAt == kEntryPtxChecksumOffset && kChecksumAt == kEntryChecksumOffset &&
+              kKeyAt == kEntryHeaderSize);
 
 std::uint64_t u64_at(const std::string& bytes, std::size_t at) {
   std::uint64_t v = 0;
@@ -824,10 +514,11 @@ void damage(const fs::path& path, Damage kind) {
     case Damage::kOtherFormatVersion: {
       // Only the version differs: the main checksum is recomputed to match.
       bytes[8] = static_cast<char>(kCacheFormatVersion + 1);
-      Sha256 sha;
-      sha.update(std::string_view(bytes).substr(0, kChecksumAt));
-      sha.update(std::string_view(bytes).substr(kKeyAt, u64_at(bytes, 16) + u64_at(bytes, 24)));
-      const auto checksum = sha.digest();
+      Checksum sum;
+      sum.update(std::as_bytes(std::span(std::string_view(bytes).substr(0, kChecksumAt))));
+      sum.update(std::as_bytes(
+          std::span(std::string_view(bytes).substr(kKeyAt, u64_at(bytes, 16) + u64_at(bytes, 24)))));
+      const auto checksum = sum.value();
       std::memcpy(bytes.data() + kChecksumAt, checksum.data(), checksum.size());
       break;
     }
@@ -845,27 +536,28 @@ void damage(const fs::path& path, Damage kind) {
   ASSERT_EQ(mode_of(path), 0600u);
 }
 
-class DamagedEntry : public DiskCacheTest, public ::testing::WithParamInterface<Damage> {};
+class DamagedEntry : public LocalStoreTest, public ::testing::WithParamInterface<Damage> {};
 
 TEST_P(DamagedEntry, is_detected_recompiled_and_replaced) {
   const CacheKey key = make_key(1);
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(key, [] { return make_image(1); });
   }
-  DiskCache cache(config());
+  LocalStore cache(config());
   damage(cache.entry_path(key), GetParam());
 
   EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
 
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
                    make_image(1)));
   EXPECT_TRUE(compiled);
   EXPECT_EQ(cache.process_stats().errors, 2u) << "one per lookup that met the bad entry";
 
-  DiskCache reader(config());
+  LocalStore reader(config());
   const auto loaded = reader.load(key, ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value()) << "the bad entry was replaced";
   EXPECT_TRUE(same(*loaded, make_image(1)));
@@ -878,10 +570,10 @@ TEST_P(DamagedEntry, is_detected_recompiled_and_replaced) {
 TEST_P(DamagedEntry, is_a_miss_for_a_cubin_only_load_unless_only_ptx_bytes_changed) {
   const CacheKey key = make_key(1);
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(key, [] { return make_image(1); });
   }
-  DiskCache cache(config());
+  LocalStore cache(config());
   damage(cache.entry_path(key), GetParam());
   const bool unseen = GetParam() == Damage::kFlippedPtxByte;
 
@@ -893,17 +585,18 @@ TEST_P(DamagedEntry, is_a_miss_for_a_cubin_only_load_unless_only_ptx_bytes_chang
   EXPECT_EQ(cache.process_stats().errors, unseen ? 0u : 1u);
 
   bool compiled = unseen;
-  const CompiledImage image = cache.get_or_compile(key, [] { return make_image(1); }, &compiled);
+  const CompiledImage image = cache.get_or_compile(
+      key, [] { return make_image(1); }, &compiled);
   EXPECT_EQ(compiled, !unseen);
   EXPECT_TRUE(same(image, expected(1, compiled)));
 }
 
 std::string damage_name(const ::testing::TestParamInfo<Damage>& info) {
-  constexpr const char* kNames[] = {"truncated_by_one_byte", "truncated_in_ptx",       "truncated_to_header",
-                                    "flipped_cubin_byte",    "flipped_ptx_byte",       "flipped_key_byte",
-                                    "flipped_checksum_byte", "flipped_ptx_checksum_byte", "flipped_size_field",
-                                    "other_format_version",  "zero_length",            "foreign_file",
-                                    "appended_byte"};
+  constexpr const char* kNames[] = {
+      "truncated_by_one_byte", "truncated_in_ptx",     "truncated_to_header",   "flipped_cubin_byte",
+      "flipped_ptx_byte",      "flipped_key_byte",     "flipped_checksum_byte", "flipped_ptx_checksum_byte",
+      "flipped_size_field",    "other_format_version", "zero_length",           "foreign_file",
+      "appended_byte"};
   return kNames[static_cast<int>(info.param)];
 }
 
@@ -916,13 +609,13 @@ INSTANTIATE_TEST_SUITE_P(EachKind, DamagedEntry,
                                            Damage::kZeroLength, Damage::kForeignFile, Damage::kAppendedByte),
                          damage_name);
 
-TEST_F(DiskCacheTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_load) {
+TEST_F(LocalStoreTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_load) {
   const CacheKey key = make_key(1);
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(key, [] { return make_image(1); });
   }
-  DiskCache cache(config());
+  LocalStore cache(config());
   damage(cache.entry_path(key), Damage::kFlippedPtxByte);
 
   const auto cubin = cache.load(key);
@@ -936,7 +629,8 @@ TEST_F(DiskCacheTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_loa
 
   // Asking for the PTX through get_or_compile replaces the entry.
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx),
                    make_image(1)));
   EXPECT_TRUE(compiled);
   const auto repaired = cache.load(key, ImageParts::kCubinAndPtx);
@@ -944,7 +638,7 @@ TEST_F(DiskCacheTest, flipped_ptx_byte_fails_a_ptx_load_but_not_a_cubin_only_loa
   EXPECT_TRUE(same(*repaired, make_image(1)));
 }
 
-TEST_F(DiskCacheTest, entries_of_format_version_1_are_misses) {
+TEST_F(LocalStoreTest, entries_of_format_version_1_are_misses) {
   const CacheKey key = make_key(1);
   const CompiledImage image = make_image(1);
   // Version 1: one checksum over the header before it, the key, the CUBIN and the PTX.
@@ -976,7 +670,7 @@ TEST_F(DiskCacheTest, entries_of_format_version_1_are_misses) {
   std::string serialized_v1 = serialized;
   serialized_v1[kVersionAt] = 1;
 
-  DiskCache cache(config());
+  LocalStore cache(config());
   // What version 1 wrote for this key lies under another name: never even looked at.
   const fs::path v1_path = dir_ / (Sha256::hex(Sha256::of(serialized_v1)) + ".entry");
   write_entry(v1_path, v1_entry(serialized_v1));
@@ -989,16 +683,18 @@ TEST_F(DiskCacheTest, entries_of_format_version_1_are_misses) {
   EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
   EXPECT_EQ(cache.process_stats().errors, 2u);
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(key, [&] { return image; }, &compiled), image));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       key, [&] { return image; }, &compiled),
+                   image));
   EXPECT_TRUE(compiled);
   const auto loaded = cache.load(key, ImageParts::kCubinAndPtx);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_TRUE(same(*loaded, image));
 }
 
-TEST_F(DiskCacheTest, entry_of_another_key_under_this_name_is_a_miss) {
+TEST_F(LocalStoreTest, entry_of_another_key_under_this_name_is_a_miss) {
   // A digest collision, simulated: key 2's entry copied under key 1's name.
-  DiskCache cache(config());
+  LocalStore cache(config());
   cache.get_or_compile(make_key(2), [] { return make_image(2); });
   fs::copy_file(cache.entry_path(make_key(2)), cache.entry_path(make_key(1)));
   fs::permissions(cache.entry_path(make_key(1)), fs::perms::owner_read | fs::perms::owner_write);
@@ -1007,8 +703,8 @@ TEST_F(DiskCacheTest, entry_of_another_key_under_this_name_is_a_miss) {
   EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }), make_image(1)));
 }
 
-TEST_F(DiskCacheTest, directory_under_entry_name_is_an_error_and_degrades_with_one_warning) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, directory_under_entry_name_is_an_error_and_degrades_with_one_warning) {
+  LocalStore cache(config());
   fs::create_directory(cache.entry_path(make_key(1)));
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
@@ -1028,9 +724,9 @@ TEST_F(DiskCacheTest, directory_under_entry_name_is_an_error_and_degrades_with_o
 // ---------------------------------------------------------------------------
 // Size limit.
 
-TEST_F(DiskCacheTest, least_recently_used_entries_are_evicted_first) {
+TEST_F(LocalStoreTest, least_recently_used_entries_are_evicted_first) {
   const std::uint64_t size = entry_size();
-  DiskCache cache(config(3 * size + size / 2));
+  LocalStore cache(config(3 * size + size / 2));
   for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   set_mtime(cache.entry_path(make_key(0)), 300s);
   set_mtime(cache.entry_path(make_key(1)), 200s);
@@ -1057,8 +753,8 @@ TEST_F(DiskCacheTest, least_recently_used_entries_are_evicted_first) {
   EXPECT_EQ(cache.process_stats().evictions, 2u);
 }
 
-TEST_F(DiskCacheTest, entry_just_written_is_kept_even_above_the_limit) {
-  DiskCache cache(config(16));
+TEST_F(LocalStoreTest, entry_just_written_is_kept_even_above_the_limit) {
+  LocalStore cache(config(16));
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   cache.get_or_compile(make_key(2), [] { return make_image(2); });
   EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
@@ -1067,9 +763,9 @@ TEST_F(DiskCacheTest, entry_just_written_is_kept_even_above_the_limit) {
   EXPECT_TRUE(same(*loaded, cubin_only(make_image(2))));
 }
 
-TEST_F(DiskCacheTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
+TEST_F(LocalStoreTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
   const std::uint64_t size = entry_size();
-  DiskCache cache(config(2 * size + size / 2));
+  LocalStore cache(config(2 * size + size / 2));
   cache.get_or_compile(make_key(0), [] { return make_image(0); });
   const fs::path path = cache.entry_path(make_key(0));
   const std::string before = read_file(path);
@@ -1086,9 +782,9 @@ TEST_F(DiskCacheTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
   EXPECT_EQ(after, before);
 }
 
-TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_images) {
+TEST_F(LocalStoreTest, readers_racing_with_eviction_never_see_errors_or_wrong_images) {
   const std::uint64_t size = entry_size();
-  DiskCache cache(config(3 * size));
+  LocalStore cache(config(3 * size));
   constexpr int kKeys = 60;
   std::atomic<int> written{0};
   std::atomic<bool> done{false};
@@ -1097,7 +793,7 @@ TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_ima
   std::vector<std::thread> readers;
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&, r] {
-      DiskCache reader(config(3 * size));
+      LocalStore reader(config(3 * size));
       const ImageParts parts = r == 1 ? ImageParts::kCubinAndPtx : ImageParts::kCubin;
       for (unsigned step = static_cast<unsigned>(r); !done.load(); ++step) {
         const int newest = written.load();
@@ -1106,7 +802,8 @@ TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_ima
         if (key < 0) continue;
         if (const auto image = reader.load(make_key(key), parts)) {
           ++hits;
-          if (!same(*image, parts == ImageParts::kCubin ? cubin_only(make_image(key)) : make_image(key))) ++wrong;
+          if (!same(*image, parts == ImageParts::kCubin ? cubin_only(make_image(key)) : make_image(key)))
+            ++wrong;
         }
       }
       if (reader.process_stats().errors != 0) ++wrong;
@@ -1128,11 +825,11 @@ TEST_F(DiskCacheTest, readers_racing_with_eviction_never_see_errors_or_wrong_ima
 // ---------------------------------------------------------------------------
 // Security.
 
-TEST_F(DiskCacheTest, created_directories_are_0700_and_files_0600) {
+TEST_F(LocalStoreTest, created_directories_are_0700_and_files_0600) {
   dir_ = root_ / "a" / "b" / "cache";
   const mode_t old_umask = ::umask(0);
   {
-    DiskCache cache(config());
+    LocalStore cache(config());
     cache.get_or_compile(make_key(1), [] { return make_image(1); });
     EXPECT_EQ(mode_of(cache.entry_path(make_key(1))), 0600u);
   }
@@ -1141,62 +838,65 @@ TEST_F(DiskCacheTest, created_directories_are_0700_and_files_0600) {
   EXPECT_EQ(mode_of(root_ / "a" / "b"), 0700u);
   EXPECT_EQ(mode_of(dir_), 0700u);
   EXPECT_EQ(mode_of(dir_ / "locks"), 0700u);
-  EXPECT_EQ(mode_of(dir_ / "stats"), 0600u);
+  EXPECT_EQ(mode_of(dir_ / StatsFile::kName), 0600u);
   for (const auto& item : fs::directory_iterator(dir_ / "locks")) EXPECT_EQ(mode_of(item.path()), 0600u);
 }
 
-TEST_F(DiskCacheTest, entries_are_0600_under_a_restrictive_umask) {
+TEST_F(LocalStoreTest, entries_are_0600_under_a_restrictive_umask) {
   const mode_t old_umask = ::umask(0277);
-  DiskCache cache(config());
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   ::umask(old_umask);
   EXPECT_EQ(mode_of(cache.entry_path(make_key(1))), 0600u);
   EXPECT_TRUE(cache.load(make_key(1)).has_value());
 }
 
-TEST_F(DiskCacheTest, symlinked_entry_is_refused_and_replaced) {
+TEST_F(LocalStoreTest, symlinked_entry_is_refused_and_replaced) {
   CacheConfig elsewhere;
   elsewhere.dir = root_ / "elsewhere";
-  DiskCache other(elsewhere);
+  LocalStore other(elsewhere);
   other.get_or_compile(make_key(1), [] { return make_image(1); });
 
-  DiskCache cache(config());
+  LocalStore cache(config());
   fs::create_symlink(other.entry_path(make_key(1)), cache.entry_path(make_key(1)));
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
   bool compiled = false;
-  EXPECT_TRUE(same(cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled), make_image(1)));
+  EXPECT_TRUE(same(cache.get_or_compile(
+                       make_key(1), [] { return make_image(1); }, &compiled),
+                   make_image(1)));
   EXPECT_TRUE(compiled);
   EXPECT_FALSE(fs::is_symlink(cache.entry_path(make_key(1))));
   EXPECT_TRUE(fs::is_regular_file(other.entry_path(make_key(1))));
 }
 
-TEST_F(DiskCacheTest, entry_owned_by_another_user_is_refused) {
+TEST_F(LocalStoreTest, entry_owned_by_another_user_is_refused) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
-  DiskCache cache(config());
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   ASSERT_EQ(::chown(cache.entry_path(make_key(1)).c_str(), 65534, 65534), 0);
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
   bool compiled = false;
-  cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  cache.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(cache.load(make_key(1)).has_value());
 }
 
-TEST_F(DiskCacheTest, entry_readable_by_others_is_refused) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, entry_readable_by_others_is_refused) {
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   ASSERT_EQ(::chmod(cache.entry_path(make_key(1)).c_str(), 0644), 0);
   EXPECT_FALSE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 1u);
 }
 
-TEST_F(DiskCacheTest, fifo_under_entry_name_does_not_block_the_reader) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, fifo_under_entry_name_does_not_block_the_reader) {
+  LocalStore cache(config());
   ASSERT_EQ(::mkfifo(cache.entry_path(make_key(1)).c_str(), 0600), 0);
   Child reader([&] {
-    DiskCache cache_in_child(config());
+    LocalStore cache_in_child(config());
     if (cache_in_child.load(make_key(1)).has_value()) return 1;
     return cache_in_child.process_stats().errors == 1 ? 0 : 2;
   });
@@ -1208,10 +908,10 @@ TEST_F(DiskCacheTest, fifo_under_entry_name_does_not_block_the_reader) {
 // ---------------------------------------------------------------------------
 // Degrading.
 
-TEST_F(DiskCacheTest, cache_path_that_is_a_file_degrades_with_one_warning) {
+TEST_F(LocalStoreTest, cache_path_that_is_a_file_degrades_with_one_warning) {
   write_file(dir_, "not a directory");
   ::testing::internal::CaptureStderr();
-  DiskCache cache(config());
+  LocalStore cache(config());
   int calls = 0;
   const auto compile = [&] {
     ++calls;
@@ -1235,11 +935,11 @@ TEST_F(DiskCacheTest, cache_path_that_is_a_file_degrades_with_one_warning) {
   EXPECT_EQ(read_file(dir_), "not a directory");
 }
 
-TEST_F(DiskCacheTest, path_below_a_file_degrades_with_one_warning) {
+TEST_F(LocalStoreTest, path_below_a_file_degrades_with_one_warning) {
   write_file(root_ / "file", "x");
   dir_ = root_ / "file" / "cache";
   ::testing::internal::CaptureStderr();
-  DiskCache cache(config());
+  LocalStore cache(config());
   const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(same(image, make_image(1)));
@@ -1247,48 +947,61 @@ TEST_F(DiskCacheTest, path_below_a_file_degrades_with_one_warning) {
   EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
 }
 
-TEST_F(DiskCacheTest, file_size_limit_degrades_with_one_warning) {
+TEST_F(LocalStoreTest, file_size_limit_degrades_with_one_warning) {
   Child child(
       [&] {
-        ::signal(SIGXFSZ, SIG_IGN);
-        DiskCache cache(config());
+        LocalStore cache(config());
         rlimit limit{1000, 1000};
         if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
         for (int i = 0; i < 3; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i, 8192); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i, 8192); }, &compiled);
           if (!compiled || !same(image, make_image(i, 8192))) return 20 + i;
         }
         if (cache.process_stats().errors != 3) return 30;
-        return 0;
+        // The signal was neither left blocked nor pending, nor its disposition changed.
+        sigset_t now;
+        sigemptyset(&now);
+        pthread_sigmask(SIG_BLOCK, nullptr, &now);
+        if (sigismember(&now, SIGXFSZ)) return 40;
+        sigemptyset(&now);
+        sigpending(&now);
+        if (sigismember(&now, SIGXFSZ)) return 41;
+        struct sigaction action {};
+        sigaction(SIGXFSZ, nullptr, &action);
+        return action.sa_handler == SIG_DFL ? 0 : 42;
       },
       /*capture_stderr=*/true);
   const Outcome outcome = child.wait(20s);
+  EXPECT_EQ(outcome.signal, 0) << "killed by a signal (SIGXFSZ is 25)\n" << outcome.err;
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
   EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 1) << outcome.err;
   EXPECT_NE(outcome.err.find("File too large"), std::string::npos) << outcome.err;
 
-  DiskCache cache(config());
+  LocalStore cache(config());
   EXPECT_FALSE(cache.load(make_key(0)).has_value());
   EXPECT_EQ(cache.process_stats().errors, 0u) << "no partial entry was left under an entry name";
   for (const auto& item : fs::directory_iterator(dir_)) {
-    EXPECT_EQ(item.path().filename().string().rfind("tmp.", 0), std::string::npos) << item.path();
+    EXPECT_FALSE(item.path().filename().string().starts_with(kTempPrefix)) << item.path();
   }
 }
 
-TEST_F(DiskCacheTest, cache_that_cannot_store_still_serves_existing_entries_with_one_warning) {
+TEST_F(LocalStoreTest, cache_that_cannot_store_still_serves_existing_entries_with_one_warning) {
   {
-    DiskCache writer(config());
+    LocalStore writer(config());
     writer.get_or_compile(make_key(1), [] { return make_image(1); });
   }
   fs::remove_all(dir_ / "locks");
   write_file(dir_ / "locks", "not a directory");
   ::testing::internal::CaptureStderr();
-  DiskCache cache(config());
+  LocalStore cache(config());
   bool compiled = true;
-  const auto old_image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  const auto old_image = cache.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
   const bool old_compiled = compiled;
-  const auto new_image = cache.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
+  const auto new_image = cache.get_or_compile(
+      make_key(2), [] { return make_image(2); }, &compiled);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(old_compiled);
   EXPECT_TRUE(same(old_image, cubin_only(make_image(1))));
@@ -1300,8 +1013,8 @@ TEST_F(DiskCacheTest, cache_that_cannot_store_still_serves_existing_entries_with
   EXPECT_NE(err.find("cannot store entries"), std::string::npos) << err;
 }
 
-TEST_F(DiskCacheTest, directory_removed_while_in_use_degrades_with_one_warning) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, directory_removed_while_in_use_degrades_with_one_warning) {
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   fs::remove_all(dir_);
   ::testing::internal::CaptureStderr();
@@ -1314,7 +1027,7 @@ TEST_F(DiskCacheTest, directory_removed_while_in_use_degrades_with_one_warning) 
   EXPECT_EQ(cache.process_stats().compiles, 4u);
 }
 
-TEST_F(DiskCacheTest, full_disk_degrades_without_a_signal_and_still_compiles) {
+TEST_F(LocalStoreTest, full_disk_degrades_without_a_signal_and_still_compiles) {
   const fs::path small = root_ / "small";
   fs::create_directory(small);
   dir_ = small / "cache";
@@ -1326,10 +1039,11 @@ TEST_F(DiskCacheTest, full_disk_degrades_without_a_signal_and_still_compiles) {
         }
         // The directory is there before the disk fills up; the statistics file and the entries are not.
         if (::mkdir(dir_.c_str(), 0700) != 0 || !fill_up(small / "filler")) return 10;
-        DiskCache cache(config());
+        LocalStore cache(config());
         for (int i = 0; i < 3; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i); }, &compiled);
           if (!compiled || !same(image, make_image(i))) return 20 + i;
         }
         if (cache.process_stats().compiles != 3 || cache.machine_stats().compiles != 0) return 30;
@@ -1346,11 +1060,11 @@ TEST_F(DiskCacheTest, full_disk_degrades_without_a_signal_and_still_compiles) {
   EXPECT_NE(outcome.err.find("No space left on device"), std::string::npos) << outcome.err;
 }
 
-TEST_F(DiskCacheTest, failed_directory_sync_after_the_rename_still_stores_and_evicts_without_warning) {
+TEST_F(LocalStoreTest, failed_directory_sync_after_the_rename_still_stores_and_evicts_without_warning) {
   const std::uint64_t size = entry_size();
   Child child(
       [&] {
-        DiskCache cache(config(2 * size + size / 2));
+        LocalStore cache(config(2 * size + size / 2));
         const int dir_fd = descriptor_of(dir_);
         if (dir_fd < 0) return 10;
         if (!make_fsync_fail(dir_fd)) {
@@ -1360,7 +1074,8 @@ TEST_F(DiskCacheTest, failed_directory_sync_after_the_rename_still_stores_and_ev
         if (::fsync(dir_fd) == 0 || errno != EIO) return 11;
         for (int i = 0; i < 5; ++i) {
           bool compiled = false;
-          const auto image = cache.get_or_compile(make_key(i), [&] { return make_image(i); }, &compiled);
+          const auto image = cache.get_or_compile(
+              make_key(i), [&] { return make_image(i); }, &compiled);
           if (!compiled || !same(image, make_image(i))) return 20 + i;
         }
         const CacheStats stats = cache.process_stats();
@@ -1374,26 +1089,26 @@ TEST_F(DiskCacheTest, failed_directory_sync_after_the_rename_still_stores_and_ev
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
   EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 0) << outcome.err;
 
-  DiskCache cache(config());
+  LocalStore cache(config());
   EXPECT_EQ(cache.info().entries, 2u);
   EXPECT_TRUE(cache.load(make_key(3)).has_value());
   EXPECT_TRUE(cache.load(make_key(4)).has_value());
 }
 
-TEST_F(DiskCacheTest, each_kind_of_problem_warns_once_and_none_hides_another) {
+TEST_F(LocalStoreTest, each_kind_of_problem_warns_once_and_none_hides_another) {
   const auto plant_foreign_statistics = [&] {
     fs::create_directories(dir_);
-    write_file(dir_ / "stats", std::string(4096, '\x7f'));
-    fs::permissions(dir_ / "stats", fs::perms::owner_read | fs::perms::owner_write);
+    write_file(dir_ / StatsFile::kName, std::string(4096, '\x7f'));
+    fs::permissions(dir_ / StatsFile::kName, fs::perms::owner_read | fs::perms::owner_write);
   };
   plant_foreign_statistics();
   ::testing::internal::CaptureStderr();
-  DiskCache cache(config());
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   fs::remove_all(dir_);
   for (int i = 2; i < 5; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   plant_foreign_statistics();
-  DiskCache again(config());
+  LocalStore again(config());
   again.get_or_compile(make_key(5), [] { return make_image(5); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count_of(err, "has no machine-wide statistics"), 1) << err;
@@ -1404,10 +1119,10 @@ TEST_F(DiskCacheTest, each_kind_of_problem_warns_once_and_none_hides_another) {
   EXPECT_TRUE(again.load(make_key(5)).has_value());
 }
 
-TEST_F(DiskCacheTest, disabled_cache_never_touches_the_disk) {
+TEST_F(LocalStoreTest, disabled_cache_never_touches_the_disk) {
   CacheConfig c = config();
   c.enabled = false;
-  DiskCache cache(c);
+  LocalStore cache(c);
   int calls = 0;
   bool compiled = false;
   for (int i = 0; i < 2; ++i) {
@@ -1436,15 +1151,15 @@ TEST_F(DiskCacheTest, disabled_cache_never_touches_the_disk) {
 // ---------------------------------------------------------------------------
 // Statistics, clear, info.
 
-TEST_F(DiskCacheTest, machine_stats_are_shared_by_caches_on_one_directory) {
-  DiskCache first(config());
+TEST_F(LocalStoreTest, machine_stats_are_shared_by_caches_on_one_directory) {
+  LocalStore first(config());
   first.get_or_compile(make_key(1), [] { return make_image(1); });
-  DiskCache second(config());
+  LocalStore second(config());
   ASSERT_TRUE(second.load(make_key(1)).has_value());
   EXPECT_FALSE(second.load(make_key(2)).has_value());
   EXPECT_EQ(second.process_stats().compiles, 0u);
   EXPECT_EQ(second.process_stats().hits, 1u);
-  for (const DiskCache* cache : {&first, &second}) {
+  for (const LocalStore* cache : {&first, &second}) {
     const CacheStats machine = cache->machine_stats();
     EXPECT_EQ(machine.compiles, 1u);
     EXPECT_EQ(machine.hits, 1u);
@@ -1455,8 +1170,8 @@ TEST_F(DiskCacheTest, machine_stats_are_shared_by_caches_on_one_directory) {
   }
 }
 
-TEST_F(DiskCacheTest, compile_time_is_counted) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, compile_time_is_counted) {
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] {
     std::this_thread::sleep_for(20ms);
     return make_image(1);
@@ -1465,176 +1180,346 @@ TEST_F(DiskCacheTest, compile_time_is_counted) {
   EXPECT_GE(cache.machine_stats().compile_ns, 20'000'000u);
 }
 
-TEST_F(DiskCacheTest, statistics_file_of_another_layout_leaves_the_cache_working) {
+TEST_F(LocalStoreTest, statistics_file_of_another_layout_leaves_the_cache_working) {
   fs::create_directories(dir_);
-  write_file(dir_ / "stats", std::string(4096, '\x7f'));
-  fs::permissions(dir_ / "stats", fs::perms::owner_read | fs::perms::owner_write);
+  write_file(dir_ / StatsFile::kName, std::string(4096, '\x7f'));
+  fs::permissions(dir_ / StatsFile::kName, fs::perms::owner_read | fs::perms::owner_write);
+  const Untouched foreign(dir_ / StatsFile::kName);
   ::testing::internal::CaptureStderr();
-  DiskCache cache(config());
+  LocalStore cache(config());
   cache.get_or_compile(make_key(1), [] { return make_image(1); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(cache.enabled());
   EXPECT_TRUE(cache.load(make_key(1)).has_value());
   EXPECT_EQ(cache.machine_stats().compiles, 0u);
   EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_TRUE(foreign.still()) << "a foreign statistics file is never rewritten";
 }
 
-TEST_F(DiskCacheTest, clear_removes_entries_and_stale_temporaries_but_not_locks_or_stats) {
-  DiskCache cache(config());
+TEST_F(LocalStoreTest, clear_removes_entries_and_stale_temporaries_but_not_locks_or_stats) {
+  LocalStore cache(config());
   for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
-  write_file(dir_ / "tmp.1.1.1", "stale");
-  set_mtime(dir_ / "tmp.1.1.1", 2h);
-  write_file(dir_ / "tmp.2.2.2", "a live writer's");
+  const std::string stale = std::string(kTempPrefix) + "1.1.1";
+  const std::string live = std::string(kTempPrefix) + "2.2.2";
+  write_file(dir_ / stale, "stale");
+  set_mtime(dir_ / stale, 2h);
+  write_file(dir_ / live, "a live writer's");
   EXPECT_EQ(cache.info().entries, 3u);
   EXPECT_EQ(cache.clear(), 3u);
   EXPECT_EQ(cache.info().entries, 0u);
   EXPECT_EQ(cache.info().bytes, 0u);
-  EXPECT_FALSE(fs::exists(dir_ / "tmp.1.1.1"));
-  EXPECT_TRUE(fs::exists(dir_ / "tmp.2.2.2"));
-  EXPECT_TRUE(fs::exists(dir_ / "stats"));
+  EXPECT_FALSE(fs::exists(dir_ / stale));
+  EXPECT_TRUE(fs::exists(dir_ / live));
+  EXPECT_TRUE(fs::exists(dir_ / StatsFile::kName));
   EXPECT_FALSE(fs::is_empty(dir_ / "locks"));
   EXPECT_EQ(cache.machine_stats().compiles, 3u);
   EXPECT_FALSE(cache.load(make_key(0)).has_value());
   bool compiled = false;
-  cache.get_or_compile(make_key(0), [] { return make_image(0); }, &compiled);
+  cache.get_or_compile(
+      make_key(0), [] { return make_image(0); }, &compiled);
   EXPECT_TRUE(compiled);
 }
 
-TEST_F(DiskCacheTest, info_reports_directory_entries_bytes_and_limit) {
-  DiskCache cache(config(12345678));
+TEST_F(LocalStoreTest, info_reports_directory_entries_bytes_and_limit) {
+  LocalStore cache(config(12345678));
   for (int i = 0; i < 2; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
   const CacheInfo info = cache.info();
   EXPECT_EQ(info.dir, dir_);
   EXPECT_TRUE(info.enabled);
   EXPECT_EQ(info.entries, 2u);
-  EXPECT_EQ(info.bytes, fs::file_size(cache.entry_path(make_key(0))) + fs::file_size(cache.entry_path(make_key(1))));
+  EXPECT_EQ(info.bytes,
+            fs::file_size(cache.entry_path(make_key(0))) + fs::file_size(cache.entry_path(make_key(1))));
   EXPECT_EQ(info.max_bytes, 12345678u);
 }
 
 // ---------------------------------------------------------------------------
-// Configuration from the environment.
+// Issue 10's red-team families: nothing in the cache directory can kill,
+// freeze or rob the caller. No signal is masked or ignored by these tests.
 
-class CacheConfigFromEnv : public ::testing::Test {
- protected:
-  static constexpr const char* kVariables[] = {"TROPICAL_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                               "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_CACHE_DISABLE"};
-  void SetUp() override {
-    for (const char* name : kVariables) {
-      const char* value = std::getenv(name);
-      saved_.emplace_back(value ? std::optional<std::string>(value) : std::nullopt);
-      ::unsetenv(name);
-    }
-    ::setenv("HOME", "/home/someone", 1);
+// The lock stripe of key: the first byte of its digest.
+std::string stripe_of(const CacheKey& key) { return key.digest().substr(0, 2); }
+
+// A key (by make_key's index) in the given stripe, or in another one.
+int key_in_stripe(const std::string& stripe, bool same_stripe, int after) {
+  for (int i = after + 1;; ++i) {
+    if ((stripe_of(make_key(i)) == stripe) == same_stripe) return i;
   }
-  void TearDown() override {
-    for (std::size_t i = 0; i < saved_.size(); ++i) {
-      if (saved_[i]) {
-        ::setenv(kVariables[i], saved_[i]->c_str(), 1);
-      } else {
-        ::unsetenv(kVariables[i]);
-      }
-    }
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& item : fs::directory_iterator(dir)) out.push_back(item.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(LocalStoreTest, world_writable_directory_is_read_but_never_written_with_one_warning) {
+  {
+    LocalStore writer(config());
+    writer.get_or_compile(make_key(1), [] { return make_image(1); });
   }
-  std::vector<std::optional<std::string>> saved_;
-};
-
-TEST_F(CacheConfigFromEnv, defaults_are_home_cache_one_gib_enabled) {
-  const CacheConfig config = CacheConfig::from_env();
-  EXPECT_EQ(config.dir, fs::path("/home/someone/.cache/tropical"));
-  EXPECT_EQ(config.max_bytes, 1ull << 30);
-  EXPECT_TRUE(config.enabled);
-}
-
-TEST_F(CacheConfigFromEnv, tropical_cache_dir_wins_over_xdg_and_home) {
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  ::setenv("TROPICAL_CACHE_DIR", "/explicit/dir", 1);
-  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/explicit/dir"));
-}
-
-TEST_F(CacheConfigFromEnv, xdg_cache_home_wins_over_home) {
-  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/xdg/tropical"));
-}
-
-TEST_F(CacheConfigFromEnv, empty_or_relative_xdg_cache_home_is_ignored) {
-  ::setenv("XDG_CACHE_HOME", "", 1);
-  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/home/someone/.cache/tropical"));
-  ::setenv("XDG_CACHE_HOME", "relative/cache", 1);
-  EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/home/someone/.cache/tropical"));
-}
-
-TEST_F(CacheConfigFromEnv, relative_tropical_cache_dir_is_made_absolute) {
-  ::setenv("TROPICAL_CACHE_DIR", "rel/cache", 1);
-  EXPECT_EQ(CacheConfig::from_env().dir, fs::current_path() / "rel/cache");
-}
-
-TEST_F(CacheConfigFromEnv, sizes_take_k_m_g_t_suffixes_alone_or_with_b_or_ib_in_any_case) {
-  const std::vector<std::pair<std::string, std::uint64_t>> cases = {
-      {"0", 0},
-      {"12345", 12345},
-      {"18446744073709551615", ~std::uint64_t{0}},
-      {"4K", 4096},
-      {"4k", 4096},
-      {"4KB", 4096},
-      {"4kb", 4096},
-      {"4KiB", 4096},
-      {"4kib", 4096},
-      {"4KIB", 4096},
-      {"3M", 3ull << 20},
-      {"3MB", 3ull << 20},
-      {"3MiB", 3ull << 20},
-      {"2G", 2ull << 30},
-      {"2g", 2ull << 30},
-      {"2GB", 2ull << 30},
-      {"2Gb", 2ull << 30},
-      {"2GiB", 2ull << 30},
-      {"1T", 1ull << 40},
-      {"1TB", 1ull << 40},
-      {"1tib", 1ull << 40},
-      {"17179869183G", 17179869183ull << 30},
-  };
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  const auto before = names_in(dir_);
   ::testing::internal::CaptureStderr();
-  for (const auto& [text, bytes] : cases) {
-    ::setenv("TROPICAL_CACHE_MAX_SIZE", text.c_str(), 1);
-    EXPECT_EQ(CacheConfig::from_env().max_bytes, bytes) << text;
-  }
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  LocalStore cache(config());
+  const auto hit = cache.load(make_key(1));
+  bool compiled = false;
+  const auto image = cache.get_or_compile(
+      make_key(2), [] { return make_image(2); }, &compiled);
+  cache.get_or_compile(make_key(3), [] { return make_image(3); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(hit.has_value()) << "entries there are still read (and verified)";
+  EXPECT_TRUE(same(*hit, cubin_only(make_image(1))));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(image, make_image(2)));
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(names_in(dir_), before) << "nothing stored, created or removed there";
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find("writable by others (mode 0777)"), std::string::npos) << err;
 }
 
-TEST_F(CacheConfigFromEnv, malformed_size_warns_once_and_keeps_the_default) {
-  // Once per value per process: a value warned about before (say, in an earlier
-  // --gtest_repeat round) stays quiet.
-  static std::set<std::string> warned;
-  std::vector<std::pair<std::string, std::string>> cases;  // the value, as the warning shows it
-  for (const char* text : {"lots", "abc", "10X", "-5", " 5", "5 ", "1.5G", "G", "KB", "5iB", "5KiBs", "5KBi",
-                           "5kk", "5K B", "99999999999999999999", "17179869184G", "16777216TiB"}) {
-    cases.emplace_back(text, text);
-  }
-  cases.emplace_back("1\x1b[2J\n", "1?[2J?");  // no control character reaches the terminal
-  for (const auto& [text, shown] : cases) {
-    ::setenv("TROPICAL_CACHE_MAX_SIZE", text.c_str(), 1);
+TEST_F(LocalStoreTest, group_writable_directory_is_refused_unless_it_is_a_setgid_team_directory) {
+  fs::create_directories(dir_);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0770), 0);
+  {
     ::testing::internal::CaptureStderr();
-    const CacheConfig first = CacheConfig::from_env();
-    const CacheConfig second = CacheConfig::from_env();
+    LocalStore cache(config());
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
     const std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(first.max_bytes, kDefaultCacheMaxBytes) << shown;
-    EXPECT_EQ(second.max_bytes, kDefaultCacheMaxBytes) << shown;
-    EXPECT_TRUE(first.enabled) << shown;
-    if (!warned.insert(text).second) continue;
-    EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << shown << "\n" << err;
-    EXPECT_NE(err.find("TROPICAL_CACHE_MAX_SIZE='" + shown + "' is not a size"), std::string::npos) << err;
-    EXPECT_NE(err.find("using the default 1G"), std::string::npos) << err;
+    EXPECT_FALSE(cache.enabled());
+    EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+    EXPECT_NE(err.find("writable by its group (mode 0770)"), std::string::npos) << err;
   }
+  ASSERT_EQ(::chmod(dir_.c_str(), 02770), 0);
+  LocalStore team(config());
+  team.get_or_compile(make_key(1), [] { return make_image(1); });
+  EXPECT_TRUE(team.enabled());
+  EXPECT_TRUE(fs::exists(team.entry_path(make_key(1))));
 }
 
-TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_tier_off) {
-  for (const char* text : {"1", "true", "yes", "ON"}) {
-    ::setenv("TROPICAL_CACHE_DISABLE", text, 1);
-    EXPECT_FALSE(CacheConfig::from_env().enabled) << text;
+TEST_F(LocalStoreTest, foreign_temporary_statistics_and_lock_files_are_never_touched) {
+  {
+    LocalStore first(config());
+    first.get_or_compile(make_key(0), [] { return make_image(0); });
   }
-  for (const char* text : {"0", "", "false", "no", "off"}) {
-    ::setenv("TROPICAL_CACHE_DISABLE", text, 1);
-    EXPECT_TRUE(CacheConfig::from_env().enabled) << text;
+  const std::vector<fs::path> planted = {dir_ / "tmp.1.1.1",
+                                         dir_ / "tmp.AbC123",
+                                         dir_ / "stats",
+                                         dir_ / ".tropical-tmp.someone",
+                                         dir_ / "notes.txt",
+                                         dir_ / "locks" / "00.lock",
+                                         dir_ / "locks" / "tropical-zz.lock"};
+  for (const auto& path : planted) {
+    write_file(path, "someone's data in " + path.filename().string());
+    set_mtime(path, 3h);
+  }
+  std::vector<Untouched> untouched;
+  for (const auto& path : planted) untouched.emplace_back(path);
+  {
+    const std::uint64_t size = entry_size();
+    LocalStore cache(config(2 * size));
+    for (int i = 1; i < 6; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+    EXPECT_GT(cache.process_stats().evictions, 0u);
+    cache.info();
+    EXPECT_GT(cache.clear(), 0u);
+    cache.zero_stats();
+  }
+  for (const auto& file : untouched) EXPECT_TRUE(file.still()) << file.path;
+}
+
+class PlantedLockFile : public LocalStoreTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PlantedLockFile, degrades_only_its_stripe_with_one_warning) {
+  LocalStore cache(config());
+  const int a = 1;
+  const int b = key_in_stripe(stripe_of(make_key(a)), /*same_stripe=*/false, a);
+  const std::string lock_name = "tropical-" + stripe_of(make_key(a)) + ".lock";
+  const fs::path lock = dir_ / "locks" / lock_name;
+  write_file(root_ / "target", "someone's file");
+  if (GetParam() == "fifo") {
+    ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0);
+  } else if (GetParam() == "symlink") {
+    fs::create_symlink(root_ / "target", lock);
+  } else {
+    write_file(lock, "not a lock file");
+  }
+  const Untouched target(root_ / "target");
+  ::testing::internal::CaptureStderr();
+  int calls = 0;
+  for (int round = 0; round < 2; ++round) {
+    bool compiled = false;
+    const auto image = cache.get_or_compile(
+        make_key(a),
+        [&] {
+          ++calls;
+          return make_image(a);
+        },
+        &compiled);
+    EXPECT_TRUE(compiled);
+    EXPECT_TRUE(same(image, make_image(a)));
+  }
+  bool compiled = false;
+  cache.get_or_compile(
+      make_key(b), [&] { return make_image(b); }, &compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 2) << "the bad stripe stores nothing";
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(a))));
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(b)))) << "other stripes still store";
+  EXPECT_TRUE(cache.enabled());
+  EXPECT_EQ(count_of(err, "tropical: warning:"), 1) << err;
+  EXPECT_NE(err.find(lock_name), std::string::npos) << err;
+  EXPECT_TRUE(target.still());
+  EXPECT_TRUE(fs::is_symlink(lock) || fs::exists(lock));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PlantedLockFile, ::testing::Values("fifo", "symlink", "foreign"));
+
+TEST_F(LocalStoreTest, stopped_lock_holder_makes_the_waiter_compile_within_the_bound_without_storing) {
+  int locked[2];
+  ASSERT_EQ(::pipe(locked), 0);
+  CacheConfig stopping = config();
+  stopping.test_hook = [&](WriteStage stage) {
+    if (stage != WriteStage::kLocked) return;
+    const pid_t me = ::getpid();
+    if (::write(locked[1], &me, sizeof me) != sizeof me) std::abort();
+    ::raise(SIGSTOP);  // Ctrl-Z or a debugger, holding the lock
+  };
+  Child holder([&] {
+    LocalStore cache(stopping);
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    return 1;
+  });
+  ::close(locked[1]);
+  pid_t holder_pid = 0;
+  ASSERT_EQ(::read(locked[0], &holder_pid, sizeof holder_pid), static_cast<ssize_t>(sizeof holder_pid));
+  ::close(locked[0]);
+
+  const int same_stripe = key_in_stripe(stripe_of(make_key(1)), /*same_stripe=*/true, 1);
+  Child waiter(
+      [&] {
+        CacheConfig c = config();
+        c.lock_timeout = 300ms;
+        LocalStore cache(c);
+        bool compiled = false;
+        const auto start = std::chrono::steady_clock::now();
+        const auto image = cache.get_or_compile(
+            make_key(1), [] { return make_image(1); }, &compiled);
+        const auto first = std::chrono::steady_clock::now() - start;
+        if (!compiled || !same(image, make_image(1))) return 2;
+        if (first < 290ms || first > 5s) return 3;
+        // The holder is known to be stuck now: another key of its stripe does not wait again.
+        const auto again = std::chrono::steady_clock::now();
+        cache.get_or_compile(
+            make_key(same_stripe), [&] { return make_image(same_stripe); }, &compiled);
+        if (!compiled || std::chrono::steady_clock::now() - again > 250ms) return 4;
+        return fs::exists(cache.entry_path(make_key(1))) ? 5 : 0;
+      },
+      /*capture_stderr=*/true);
+  const Outcome outcome = waiter.wait(20s);
+  EXPECT_FALSE(outcome.timed_out) << "the waiter hung";
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "tropical: warning:"), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find("process " + std::to_string(holder_pid) + " held lock"), std::string::npos)
+      << outcome.err;
+  EXPECT_EQ(holder.wait(0ms).signal, SIGKILL) << "still stopped until killed";
+  EXPECT_FALSE(fs::exists(dir_ / (make_key(1).digest() + ".entry"))) << "nobody stored it";
+}
+
+TEST_F(LocalStoreTest, sparse_two_gib_entry_under_a_keys_name_is_rejected_unread_and_replaced) {
+  LocalStore cache(config());
+  const CacheKey key = make_key(1);
+  const std::string serialized = key.serialize();
+  std::vector<std::uint8_t> head = encode_entry(serialized, make_image(1));
+  const std::uint64_t two_gib = std::uint64_t{2} << 30;
+  const std::uint64_t cubin = two_gib - kEntryHeaderSize - serialized.size();
+  for (int i = 0; i < 8; ++i) head[24 + i] = static_cast<std::uint8_t>(cubin >> (8 * i));
+  for (int i = 0; i < 8; ++i) head[32 + i] = 0;
+  head.resize(kEntryHeaderSize + serialized.size());
+  const fs::path path = cache.entry_path(key);
+  write_file(path, std::string(head.begin(), head.end()));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(two_gib)), 0);
+
+  const std::uint64_t read_before = bytes_read_by_process();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(cache.load(key, ImageParts::kCubinAndPtx).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
+  EXPECT_LT(bytes_read_by_process() - read_before, 4096u) << "the entry was read";
+  EXPECT_EQ(cache.process_stats().errors, 1u);
+  EXPECT_EQ(cache.process_stats().bytes_read, 0u);
+  bool compiled = false;
+  cache.get_or_compile(
+      key, [] { return make_image(1); }, &compiled);
+  EXPECT_TRUE(compiled);
+  EXPECT_LT(fs::file_size(path), 1u << 20) << "replaced by a real entry";
+}
+
+TEST_F(LocalStoreTest, truncating_the_statistics_file_under_a_running_process_gives_no_signal) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  Child worker(
+      [&] {
+        LocalStore cache(config());
+        const char byte = 1;
+        if (::write(ready[1], &byte, 1) != 1) return 1;
+        for (int i = 0; i < 300; ++i) {
+          cache.get_or_compile(make_key(i % 7), [&] { return make_image(i % 7); });
+          cache.load(make_key(i % 5));
+          std::this_thread::sleep_for(1ms);
+        }
+        cache.machine_stats();
+        return cache.process_stats().hits > 0 ? 0 : 2;
+      },
+      /*capture_stderr=*/true);
+  ::close(ready[1]);
+  char byte;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  std::this_thread::sleep_for(30ms);
+  ASSERT_EQ(::truncate((dir_ / StatsFile::kName).c_str(), 0), 0);
+  const Outcome outcome = worker.wait(30s);
+  EXPECT_EQ(outcome.signal, 0) << "killed by a signal (SIGBUS is 7)\n" << outcome.err;
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(count_of(outcome.err, "has no machine-wide statistics"), 1) << outcome.err;
+  EXPECT_EQ(fs::file_size(dir_ / StatsFile::kName), 0u) << "not rewritten";
+}
+
+TEST_F(LocalStoreTest, zero_stats_zeroes_the_machine_and_process_counters) {
+  LocalStore cache(config());
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  cache.load(make_key(1));
+  ASSERT_GT(cache.machine_stats().hits, 0u);
+  cache.zero_stats();
+  const CacheStats zero{};
+  const auto equal = [](const CacheStats& a, const CacheStats& b) {
+    return a.hits == b.hits && a.misses == b.misses && a.compiles == b.compiles && a.errors == b.errors &&
+           a.bytes_read == b.bytes_read && a.bytes_written == b.bytes_written &&
+           a.compile_ns == b.compile_ns && a.load_ns == b.load_ns && a.evictions == b.evictions;
+  };
+  EXPECT_TRUE(equal(cache.machine_stats(), zero));
+  EXPECT_TRUE(equal(cache.process_stats(), zero));
+  LocalStore other(config());
+  EXPECT_TRUE(equal(other.machine_stats(), zero)) << "machine-wide, seen by every store on the directory";
+  cache.load(make_key(1));
+  EXPECT_EQ(other.machine_stats().hits, 1u);
+}
+
+TEST_F(LocalStoreTest, remove_takes_out_one_entry_and_only_a_file_of_this_user) {
+  LocalStore cache(config());
+  for (int i = 0; i < 3; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  EXPECT_TRUE(cache.remove(make_key(1)));
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(0))));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_FALSE(cache.remove(make_key(1))) << "nothing left to remove";
+  fs::create_directory(cache.entry_path(make_key(4)));
+  EXPECT_FALSE(cache.remove(make_key(4))) << "not a regular file";
+  EXPECT_TRUE(fs::is_directory(cache.entry_path(make_key(4))));
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(cache.entry_path(make_key(2)).c_str(), 65534, 65534), 0);
+    EXPECT_FALSE(cache.remove(make_key(2))) << "another user's file";
+    EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
   }
 }
 

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tropical/jit/storage/config.hpp"
+#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/jit/storage/store.hpp"
+
+namespace tropical::jit {
+
+/// The image for key from the first tier that has it (copied up into the writable tiers above it), else
+/// compiled by compile() and stored in every writable tier. The first writable tier's single flight is taken
+/// before compiling, and the tiers are asked again under it, so that while it works one caller machine-wide
+/// compiles a key at a time and the others wait (bounded) and read; a caller that cannot take it (no writable
+/// tier, a bad lock file, a holder past the bound) compiles on its own and stores nothing. Sets *compiled to
+/// whether this call compiled. A hit has the given parts (PTX empty with kCubin); a compile returns the whole
+/// image. Exceptions from compile() propagate and nothing is stored; compile() must not call back into the
+/// tiers. Writes one line per decision to stderr at log level kInfo and above.
+CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
+                         const std::function<CompiledImage()>& compile, bool* compiled = nullptr,
+                         ImageParts parts = ImageParts::kCubin);
+
+/// The persistent tiers below the registry's in-memory images, in lookup order. Today: the local directory
+/// (the primary, read-write). Read-only layers and a remote are appended here by the configuration, never by
+/// the registry. Thread-safe.
+class Tiers {
+ public:
+  /// The tiers config describes.
+  explicit Tiers(const CacheConfig& config);
+  /// primary first, then the others in lookup order (for tests and embedders).
+  Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log);
+  Tiers(const Tiers&) = delete;
+  Tiers& operator=(const Tiers&) = delete;
+
+  /// walk_tiers over every tier.
+  CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
+                               bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
+  /// The local directory (what `tropical stats`, `clear` and `info` act on).
+  LocalStore& primary() noexcept { return *primary_; }
+  /// Every tier, in lookup order (the primary first).
+  std::span<Store* const> list() const noexcept { return order_; }
+  /// The decision log level.
+  LogLevel log() const noexcept { return log_; }
+
+ private:
+  std::unique_ptr<LocalStore> primary_;
+  std::vector<std::unique_ptr<Store>> others_;
+  std::vector<Store*> order_;
+  LogLevel log_;
+};
+
+}  // namespace tropical::jit

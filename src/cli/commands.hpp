@@ -1,0 +1,39 @@
+// The subcommands of the `tropical` command, and what they share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+
+namespace tropical::cli {
+
+/// `tropical list`: the catalog and which kernels are cached for an arch.
+int cmd_list(int argc, char** argv);
+/// `tropical warm`: compiles kernels into the disk cache; exit 1 if they could not be stored.
+int cmd_warm(int argc, char** argv);
+/// `tropical stats`: cache location, size and counters (text or JSON), or zeroes them.
+int cmd_stats(int argc, char** argv);
+/// `tropical clear`: removes every entry, or every arch's entries of the named kernels.
+int cmd_clear(int argc, char** argv);
+/// `tropical compile`: one NVRTC compile bypassing every cache, timed.
+int cmd_compile(int argc, char** argv);
+/// `tropical gemm`: one product on GPU 0, checked and timed.
+int cmd_gemm(int argc, char** argv);
+/// `tropical verify`: every kernel on GPU 0 against the CPU reference.
+int cmd_verify(int argc, char** argv);
+
+/// The catalog id of the kernel called `name`; throws UsageError naming `tropical list`.
+std::uint32_t kernel_by_name(const std::string& name);
+
+/// The arch to work for: --arch if given, else GPU 0's, else sm_90. Whenever
+/// NVRTC loads, the arch must be one it compiles for (else one UsageError for
+/// --arch, Unavailable for GPU 0's); without NVRTC only the syntax is checked.
+int target_arch(const Args& args);
+
+/// Every arch an entry may exist for: those NVRTC 13 compiles for, and those
+/// the loaded NVRTC reports when it loads.
+std::vector<int> probe_archs();
+
+}  // namespace tropical::cli

@@ -1,0 +1,173 @@
+#include "local_directory.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/jit/storage/entry.hpp"
+
+namespace tropical::jit::local {
+namespace {
+
+constexpr auto kStaleTempAge = std::chrono::hours(1);
+
+// Creates dir and its missing parents, each 0700 whatever the umask. Returns 0 or an errno.
+int make_private_directories(const std::filesystem::path& dir) {
+  std::filesystem::path prefix;
+  for (const auto& part : dir) {
+    prefix /= part;
+    if (part == "/" || part.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0700) == 0) {
+      if (::chmod(prefix.c_str(), 0700) != 0) return errno;
+    } else if (errno != EEXIST) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
+// Calls visit(name, stat) for every directory entry that is a regular file of this user.
+template <class Visit>
+void for_each_own_file(int dir_fd, Visit visit) {
+  const int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* listing = ::fdopendir(fd);
+  if (listing == nullptr) {
+    ::close(fd);
+    return;
+  }
+  const uid_t me = ::geteuid();
+  while (const dirent* item = ::readdir(listing)) {
+    struct stat st {};
+    if (::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == me) {
+      visit(std::string_view(item->d_name), st);
+    }
+  }
+  ::closedir(listing);
+}
+
+std::string mode_text(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+}  // namespace
+
+bool is_entry_name(std::string_view name) noexcept {
+  if (name.size() != 64 + kEntrySuffix.size() || !name.ends_with(kEntrySuffix)) return false;
+  return std::all_of(name.begin(), name.begin() + 64,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+Directory open_directory(const std::filesystem::path& dir) {
+  Directory out;
+  if (const int error = make_private_directories(dir); error != 0) {
+    out.unusable = Failure{"creating the directory", error};
+    return out;
+  }
+  out.fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!out.fd.valid()) {
+    out.unusable = Failure{"opening the directory", errno};
+  } else if (::fstat(out.fd.get(), &st) != 0) {
+    out.unusable = Failure{"checking the directory", errno};
+  } else if (st.st_uid != ::geteuid()) {
+    out.unusable = Failure{"the directory belongs to another user", EPERM};
+  } else if ((st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && (st.st_mode & S_ISGID) == 0)) {
+    // Anyone who can write the directory can plant or replace entries and lock
+    // files; a team directory is the setgid group one its owner set up on purpose.
+    out.refused = "the directory is writable by " +
+                  std::string((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
+                  mode_text(st.st_mode) + ") and is not a setgid team directory";
+  }
+  if (out.unusable) out.fd.reset();
+  return out;
+}
+
+std::vector<EntryFile> list_entries(int dir_fd) {
+  std::vector<EntryFile> entries;
+  for_each_own_file(dir_fd, [&](std::string_view name, const struct stat& st) {
+    if (is_entry_name(name))
+      entries.push_back({std::string(name), static_cast<std::uint64_t>(st.st_size), st.st_mtim});
+  });
+  return entries;
+}
+
+Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std::string& keep) {
+  std::vector<EntryFile> entries = list_entries(dir_fd);
+  std::uint64_t total = 0;
+  for (const auto& entry : entries) total += entry.size;
+  Evicted evicted;
+  if (total <= max_bytes) return evicted;
+  const auto older = [](const timespec& a, const timespec& b) {
+    return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
+  };
+  std::sort(entries.begin(), entries.end(), [&](const EntryFile& a, const EntryFile& b) {
+    return older(a.mtime, b.mtime) || (!older(b.mtime, a.mtime) && a.name < b.name);
+  });
+  for (const auto& entry : entries) {
+    if (total <= max_bytes) break;
+    if (entry.name == keep) continue;
+    // Another process may be evicting too; whoever unlinks the file counts it.
+    if (::unlinkat(dir_fd, entry.name.c_str(), 0) == 0) {
+      ++evicted.entries;
+      evicted.bytes += entry.size;
+    }
+    total -= entry.size;
+  }
+  return evicted;
+}
+
+void remove_stale_temps(int dir_fd) {
+  const auto stale_before = std::chrono::system_clock::now() - kStaleTempAge;
+  std::vector<std::string> stale;
+  for_each_own_file(dir_fd, [&](std::string_view name, const struct stat& st) {
+    if (is_temp_name(name) && std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) < stale_before) {
+      stale.emplace_back(name);
+    }
+  });
+  for (const auto& name : stale) ::unlinkat(dir_fd, name.c_str(), 0);
+}
+
+bool remove_own_file(int dir_fd, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         st.st_uid == ::geteuid() && ::unlinkat(dir_fd, name.c_str(), 0) == 0;
+}
+
+std::string explain_absence(int dir_fd, const CacheKey& key) {
+  std::string found;
+  for (const auto& entry : list_entries(dir_fd)) {
+    Fd fd(::openat(dir_fd, entry.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd.valid()) continue;
+    std::uint32_t version = 0;
+    const auto bytes = read_entry_key(fd.get(), entry.size, &version);
+    std::uint32_t key_version = 0;
+    const auto stored = bytes ? CacheKey::parse(*bytes, &key_version) : std::nullopt;
+    if (!stored || stored->kernel_name != key.kernel_name || stored->arch != key.arch) continue;
+    // The most telling difference wins: another compiler explains a miss better than another format.
+    if (stored->compiler != key.compiler) {
+      return "entry for another NVRTC identity (" + entry.name.substr(0, 12) + "…: " + stored->compiler +
+             "; this process: " + key.compiler + ")";
+    }
+    if (found.empty() && key_version != kCacheFormatVersion) {
+      found = "entry for another format (version " + std::to_string(key_version) + ", this process " +
+              std::to_string(kCacheFormatVersion) + ")";
+    } else if (found.empty() && stored->source_digest != key.source_digest) {
+      found = "entry for another source of this kernel (" + stored->source_digest.substr(0, 12) + "…)";
+    } else if (found.empty() && stored->options != key.options) {
+      found = "entry compiled with other options";
+    }
+  }
+  return found;
+}
+
+}  // namespace tropical::jit::local

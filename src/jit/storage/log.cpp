@@ -1,0 +1,55 @@
+#include "tropical/jit/storage/log.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <utility>
+
+namespace tropical::jit {
+
+LogLevel log_level_from_env() noexcept {
+  const char* value = std::getenv("TROPICAL_LOG");
+  if (value == nullptr) return LogLevel::kOff;
+  const std::string_view text(value);
+  if (text == "debug") return LogLevel::kDebug;
+  if (text == "info") return LogLevel::kInfo;
+  return LogLevel::kOff;
+}
+
+void log_line(LogLevel configured, LogLevel level, std::string_view text) {
+  if (level == LogLevel::kOff || static_cast<int>(configured) < static_cast<int>(level)) return;
+  std::string line = level == LogLevel::kDebug ? "tropical: debug: " : "tropical: info: ";
+  line += text;
+  line += '\n';
+  // One write per line, so lines of concurrent threads and processes do not interleave.
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void warn_once(Problem problem, const std::string& subject, const std::string& line) {
+  static std::mutex mutex;
+  // Never destroyed: a warning may come from a thread still running during exit.
+  static auto& warned = *new std::set<std::pair<Problem, std::string>>;
+  {
+    std::lock_guard lock(mutex);
+    if (!warned.emplace(problem, subject).second) return;
+  }
+  std::fputs(line.c_str(), stderr);
+}
+
+std::string printable(std::string_view text) {
+  std::string shown(text);
+  for (char& c : shown) c = static_cast<char>(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  return shown;
+}
+
+}  // namespace tropical::jit

@@ -1,0 +1,121 @@
+#include "tropical/jit/storage/tiers.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "tropical/jit/storage/io.hpp"
+
+namespace tropical::jit {
+namespace {
+
+std::string milliseconds(std::uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", static_cast<double>(ns) * 1e-6);
+  return text;
+}
+
+std::string why_missing(const Lookup& lookup) {
+  if (!lookup.detail.empty()) return lookup.detail;
+  return lookup.miss == Miss::kUnavailable ? "tier unavailable" : "no entry";
+}
+
+}  // namespace
+
+CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
+                         const std::function<CompiledImage()>& compile, bool* compiled, ImageParts parts) {
+  if (compiled != nullptr) *compiled = false;
+  const StoreKey k(key);
+  const std::string kernel = key.kernel_name + " sm_" + std::to_string(key.arch);
+  const std::size_t n = tiers.size();
+  std::size_t writable = n;  // the first tier that can store: it runs the single flight
+  for (std::size_t i = 0; i < n && writable == n; ++i) {
+    if (tiers[i]->can_store()) writable = i;
+  }
+  std::vector<bool> bad(n, false);
+
+  // One pass down the tiers. A bad file met in either pass is counted once per walk.
+  const auto look = [&](bool log_misses) -> std::optional<CompiledImage> {
+    for (std::size_t i = 0; i < n; ++i) {
+      // Below a writable tier, a hit is copied up, and a copy must be whole: read its PTX too.
+      const ImageParts ask = i > writable ? ImageParts::kCubinAndPtx : parts;
+      Lookup found = tiers[i]->lookup(k, ask);
+      if (!found.image) {
+        bad[i] = bad[i] || found.bad();
+        if (log_misses)
+          log_line(log, LogLevel::kInfo,
+                   kernel + ": miss in " + tiers[i]->name() + ": " + why_missing(found));
+        continue;
+      }
+      log_line(log, LogLevel::kInfo,
+               kernel + ": hit in " + tiers[i]->name() + " (" +
+                   std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
+      for (std::size_t j = 0; j < i; ++j) {
+        tiers[j]->count_miss(bad[j]);
+        if (tiers[j]->can_store() && tiers[j]->store(k, *found.image, StoreReason::kPromoted)) {
+          log_line(log, LogLevel::kInfo, kernel + ": copied into " + tiers[j]->name());
+          tiers[j]->after_store(k);
+        }
+      }
+      if (ask != parts) found.image->ptx.clear();
+      return std::move(found.image);
+    }
+    return std::nullopt;
+  };
+
+  if (auto hit = look(true)) return std::move(*hit);
+  FlightResult flight;
+  if (writable < n) {
+    const auto asked = std::chrono::steady_clock::now();
+    flight = tiers[writable]->single_flight(k);
+    log_line(log, LogLevel::kDebug,
+             kernel + ": single flight in " + tiers[writable]->name() + " after " +
+                 milliseconds(nanoseconds_since(asked)));
+  } else {
+    flight.why = "no tier can store";
+  }
+  // Another process may have stored the entry while this one waited.
+  if (flight.state == FlightResult::State::kLeader) {
+    if (auto hit = look(false)) return std::move(*hit);
+  }
+  for (std::size_t i = 0; i < n; ++i) tiers[i]->count_miss(bad[i]);
+
+  const auto start = std::chrono::steady_clock::now();
+  CompiledImage image = compile();
+  const std::uint64_t compile_ns = nanoseconds_since(start);
+  if (n != 0) tiers[writable < n ? writable : 0]->count_compile(compile_ns);
+  if (compiled != nullptr) *compiled = true;
+  log_line(log, LogLevel::kInfo, kernel + ": compiled in " + milliseconds(compile_ns));
+
+  if (flight.state != FlightResult::State::kLeader) {
+    log_line(log, LogLevel::kInfo, kernel + ": not stored (" + flight.why + "); kept in memory");
+    return image;
+  }
+  std::vector<Store*> stored;
+  for (Store* tier : tiers) {
+    if (tier->can_store() && tier->store(k, image, StoreReason::kCompiled)) {
+      stored.push_back(tier);
+      log_line(log, LogLevel::kInfo,
+               kernel + ": stored in " + tier->name() + " (" +
+                   std::to_string(image.cubin.size() + image.ptx.size()) + " bytes of image)");
+    }
+  }
+  // Waiters may read the entry as soon as the flight ends; eviction needs no lock.
+  flight.held.reset();
+  for (Store* tier : stored) tier->after_store(k);
+  return image;
+}
+
+Tiers::Tiers(const CacheConfig& config) : Tiers(std::make_unique<LocalStore>(config), {}, config.log) {}
+
+Tiers::Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log)
+    : primary_(std::move(primary)), others_(std::move(others)), log_(log) {
+  order_.push_back(primary_.get());
+  for (const auto& tier : others_) order_.push_back(tier.get());
+}
+
+CompiledImage Tiers::get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
+                                    bool* compiled, ImageParts parts) {
+  return walk_tiers(order_, log_, key, compile, compiled, parts);
+}
+
+}  // namespace tropical::jit

@@ -1,0 +1,203 @@
+// The walk over the ordered list of tiers: promotion of a lower tier's hit,
+// compiling without storing when the single flight is not ours, and the
+// decision log (TROPICAL_LOG) explaining each miss in one line.
+#include "tropical/jit/storage/tiers.hpp"
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace tropical::jit {
+namespace {
+
+using namespace test;
+
+// Another directory as a read-only tier (what the layers issue adds): it answers lookups, never stores.
+class ReadOnlyTier final : public Store {
+ public:
+  explicit ReadOnlyTier(CacheConfig config) : dir_(std::move(config)), name_("read-only " + dir_.name()) {}
+  const std::string& name() const noexcept override { return name_; }
+  Lookup lookup(const StoreKey& key, ImageParts parts) override {
+    ++lookups;
+    last_parts = parts;
+    return dir_.lookup(key, parts);
+  }
+  bool can_store() const noexcept override { return false; }
+  bool store(const StoreKey&, const CompiledImage&, StoreReason) override {
+    ++stores;
+    return false;
+  }
+  void count_miss(bool bad) override { dir_.count_miss(bad); }
+  void count_compile(std::uint64_t ns) override { dir_.count_compile(ns); }
+  LocalStore& dir() { return dir_; }
+  int lookups = 0;
+  int stores = 0;
+  ImageParts last_parts = ImageParts::kCubin;
+
+ private:
+  LocalStore dir_;
+  std::string name_;
+};
+
+// A writable tier whose single flight is always held by someone stuck.
+class StuckTier final : public Store {
+ public:
+  const std::string& name() const noexcept override { return name_; }
+  Lookup lookup(const StoreKey&, ImageParts) override { return {}; }
+  bool can_store() const noexcept override { return true; }
+  bool store(const StoreKey&, const CompiledImage&, StoreReason) override {
+    ++stores;
+    return true;
+  }
+  FlightResult single_flight(const StoreKey&) override {
+    return {FlightResult::State::kTimedOut, nullptr, "process 4242 holds the lock"};
+  }
+  void count_miss(bool) override { ++misses; }
+  void count_compile(std::uint64_t) override { ++compiles; }
+  int stores = 0;
+  int misses = 0;
+  int compiles = 0;
+
+ private:
+  std::string name_ = "stuck";
+};
+
+class TiersTest : public LocalStoreTest {
+ protected:
+  CacheConfig below() const {
+    CacheConfig c;
+    c.dir = root_ / "layer";
+    return c;
+  }
+};
+
+TEST_F(TiersTest, hit_in_a_lower_tier_is_copied_up_whole_and_returned_with_the_parts_asked) {
+  {
+    LocalStore layer(below());
+    layer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  auto layer = std::make_unique<ReadOnlyTier>(below());
+  ReadOnlyTier& lower = *layer;
+  std::vector<std::unique_ptr<Store>> others;
+  others.push_back(std::move(layer));
+  Tiers tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+  ASSERT_EQ(tiers.list().size(), 2u);
+  bool compiled = true;
+  const auto image = tiers.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_TRUE(same(image, cubin_only(make_image(1))));
+  EXPECT_EQ(lower.last_parts, ImageParts::kCubinAndPtx) << "a copy written up needs the PTX";
+  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(copied.has_value()) << "copied into the primary";
+  EXPECT_TRUE(same(*copied, make_image(1)));
+  EXPECT_EQ(tiers.primary().process_stats().misses, 1u);
+  EXPECT_EQ(lower.dir().process_stats().hits, 1u);
+
+  // Next time the primary answers, and the layer is not asked.
+  const int asked = lower.lookups;
+  tiers.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(lower.lookups, asked);
+  EXPECT_EQ(lower.stores, 0);
+}
+
+TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
+  StuckTier stuck;
+  Store* const list[] = {&stuck};
+  bool compiled = false;
+  const auto image = walk_tiers(
+      list, LogLevel::kOff, make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(image, make_image(1)));
+  EXPECT_EQ(stuck.stores, 0) << "the holder will store it: never twice";
+  EXPECT_EQ(stuck.misses, 1);
+  EXPECT_EQ(stuck.compiles, 1);
+}
+
+TEST_F(TiersTest, no_tier_at_all_still_compiles) {
+  bool compiled = false;
+  const auto image = walk_tiers(
+      {}, LogLevel::kInfo, make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(image, make_image(1)));
+}
+
+// The key as another NVRTC would make it: the identity is the compiler field of the key.
+CacheKey with_compiler(int i, const std::string& compiler) {
+  CacheKey key = make_key(i);
+  key.compiler = compiler;
+  return key;
+}
+
+TEST_F(TiersTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_one_line) {
+  {
+    LocalStore old(config());
+    old.get_or_compile(with_compiler(1, "libnvrtc.so.13.0.48:108000000"), [] { return make_image(1); });
+    old.get_or_compile(with_compiler(2, "libnvrtc.so.13.0.48:108000000"), [] { return make_image(2); });
+  }
+  CacheConfig c = config();
+  c.log = LogLevel::kDebug;
+  Tiers tiers(c);
+  ::testing::internal::CaptureStderr();
+  bool compiled = false;
+  tiers.get_or_compile(
+      with_compiler(1, "libnvrtc.so.13.0.88:109338064"), [] { return make_image(1); }, &compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(compiled);
+  std::vector<std::string> misses;
+  std::size_t at = 0;
+  for (std::size_t end; (end = err.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = err.substr(at, end - at);
+    if (line.find(": miss in ") != std::string::npos) misses.push_back(line);
+  }
+  ASSERT_EQ(misses.size(), 1u) << err;
+  const std::string& line = misses[0];
+  EXPECT_EQ(line.rfind("tropical: ", 0), 0u) << line;
+  EXPECT_NE(line.find(make_key(1).kernel_name + " sm_90: miss in local " + dir_.string()), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("entry for another NVRTC identity"), std::string::npos) << line;
+  EXPECT_NE(line.find("libnvrtc.so.13.0.48:108000000"), std::string::npos) << line;
+  EXPECT_NE(line.find("libnvrtc.so.13.0.88:109338064"), std::string::npos) << line;
+  EXPECT_NE(err.find(": compiled in "), std::string::npos) << err;
+  EXPECT_NE(err.find(": stored in local "), std::string::npos) << err;
+
+  ::testing::internal::CaptureStderr();
+  tiers.get_or_compile(
+      with_compiler(1, "libnvrtc.so.13.0.88:109338064"), [] { return make_image(1); }, &compiled);
+  tiers.get_or_compile(
+      make_key(3), [] { return make_image(3); }, &compiled);
+  const std::string later = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(later.find(make_key(1).kernel_name + " sm_90: hit in local "), std::string::npos) << later;
+  EXPECT_NE(later.find(make_key(3).kernel_name + " sm_90: miss in local " + dir_.string() + ": no entry"),
+            std::string::npos)
+      << later;
+}
+
+TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
+  {
+    LocalStore writer(config());
+    writer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  std::string bytes = read_file(LocalStore(config()).entry_path(make_key(1)));
+  bytes[bytes.size() / 2] ^= 1;
+  write_file(LocalStore(config()).entry_path(make_key(1)), bytes);
+  {
+    CacheConfig c = config();
+    c.log = LogLevel::kInfo;
+    Tiers tiers(c);
+    ::testing::internal::CaptureStderr();
+    tiers.get_or_compile(make_key(1), [] { return make_image(1); });
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("miss in local " + dir_.string() + ": corrupt entry"), std::string::npos) << err;
+  }
+  Tiers quiet(config());
+  ::testing::internal::CaptureStderr();
+  quiet.get_or_compile(make_key(1), [] { return make_image(1); });
+  quiet.get_or_compile(make_key(2), [] { return make_image(2); });
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace
+}  // namespace tropical::jit
