@@ -1,14 +1,22 @@
 // Fleet tier benchmarks (CPU only): signing and verifying one entry, and a remote hit
 // (GETEX + transfer + signature check) from a real redis-server on this machine, over its
-// unix socket and over TCP loopback. The server is started like the tests start it
+// unix socket and over TCP loopback, and a node's warm first use through the tier walk (empty primary,
+// the entry in Redis). The server is started like the tests start it
 // (tests/jit/storage/remote/redis_server.hpp): a temporary directory, nothing persisted.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "redis_server.hpp"
 #include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/jit/storage/tiers.hpp"
 
 namespace {
 
@@ -88,6 +96,53 @@ void BM_remote_hit_unix(benchmark::State& state) { remote_hit(state, false); }
 void BM_remote_hit_tcp_loopback(benchmark::State& state) { remote_hit(state, true); }
 BENCHMARK(BM_remote_hit_unix)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_remote_hit_tcp_loopback)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Warm first use on a fleet node: an empty primary directory, the entry in Redis. The whole walk: primary
+// miss, remote lookup (GETEX, transfer, signature check), entry decode (checksums, full key), the copy into
+// the primary (temp file, fsync, rename), the CUBIN returned. No compile: the callback aborts the run.
+void fleet_first_use(benchmark::State& state, bool tcp) {
+  if (!server().ready()) {
+    state.SkipWithError(server().explain().c_str());
+    return;
+  }
+  RemoteOptions options;
+  options.client.endpoint = *parse_redis_url(tcp ? server().tcp_url() : server().unix_url());
+  options.format = tropical::jit::kCacheFormatVersion;
+  options.signer = std::make_shared<const SigningKey>(key());
+  options.trusted.add(key().public_key());
+  RemoteTier remote(options);
+  const tropical::jit::CacheKey cache_key{"tropical_gemm_maxplus_f32", std::string(64, 'a'), {"-arch=sm_90"}, 90,
+                                          "bench"};
+  tropical::jit::CompiledImage image;
+  image.cubin.resize(static_cast<std::size_t>(state.range(0)), std::byte{0x5a});
+  image.ptx = std::string(static_cast<std::size_t>(state.range(0)) / 4, 'p');
+  if (!remote.store(tropical::jit::StoreKey(cache_key), image, tropical::jit::StoreReason::kCompiled)) {
+    state.SkipWithError("publish failed");
+    return;
+  }
+  const auto root = std::filesystem::temp_directory_path() / ("tropical-fleet-bench-" + std::to_string(getpid()));
+  std::size_t n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    tropical::jit::CacheConfig config;
+    config.dir = root / std::to_string(n++);
+    auto primary = std::make_unique<tropical::jit::LocalStore>(config);
+    std::array<tropical::jit::Store*, 2> tiers = {primary.get(), &remote};
+    state.ResumeTiming();
+    bool compiled = false;
+    const auto got = tropical::jit::walk_tiers(tiers, tropical::jit::LogLevel::kOff, cache_key,
+                                               []() -> tropical::jit::CompiledImage { std::abort(); }, &compiled);
+    if (compiled || got.cubin.size() != image.cubin.size()) state.SkipWithError("not a remote hit");
+  }
+  std::filesystem::remove_all(root);
+  const RemoteStats s = remote.remote().stats();
+  state.counters["verify_us"] = s.hits ? s.verify_ns / 1e3 / static_cast<double>(s.hits) : 0;
+}
+
+void BM_fleet_first_use_unix(benchmark::State& state) { fleet_first_use(state, false); }
+void BM_fleet_first_use_tcp_loopback(benchmark::State& state) { fleet_first_use(state, true); }
+BENCHMARK(BM_fleet_first_use_unix)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_fleet_first_use_tcp_loopback)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 
