@@ -178,12 +178,23 @@ int cmd_warm(int argc, char** argv) {
     for (const auto id : ids) stored += entry_exists(static_cast<std::uint32_t>(id), arch);
   }
   const std::size_t wanted = report.kernels - report.errors.size();
+  // With a signing key, what was already cached is published too (what was compiled already is).
+  std::vector<std::uint32_t> all;
+  if (report.ready != 0) {
+    if (ids.empty()) {
+      for (const auto& k : catalog::kInfo) all.push_back(static_cast<std::uint32_t>(k.id));
+    } else {
+      for (const auto id : ids) all.push_back(static_cast<std::uint32_t>(id));
+    }
+    publish_cached(all, arch);
+  }
   const std::size_t not_stored = wanted > stored ? wanted - stored : 0;
   print(format(
       "warm sm_%d: %zu kernels, %zu compiled, %zu already cached, %zu failed, %zu not stored, %u threads, "
       "%.2f s\n",
       arch, report.kernels, report.compiled, report.ready, report.errors.size(), not_stored, report.threads,
       report.seconds));
+  if (remote_json() != "null") print(remote_text());
   if (not_stored != 0) {
     std::fflush(stdout);  // the summary first, on a terminal
     const jit::CacheInfo i = info();
@@ -250,7 +261,8 @@ int cmd_stats(int argc, char** argv) {
     ++listed;
   }
   if (listed == 0) text += "  none cached\n";
-  json += "]}\n";
+  text += remote_text();
+  json += "], \"remote\": " + remote_json() + "}\n";
   print(args.has("--json") ? json : text);
   return kExitOk;
 }

@@ -1,7 +1,9 @@
 // The subcommands of the `tropical` command, and what they share.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,16 @@ int cmd_compile(int argc, char** argv);
 int cmd_gemm(int argc, char** argv);
 /// `tropical verify`: every kernel on GPU 0 against the CPU reference.
 int cmd_verify(int argc, char** argv);
+
+/// `tropical keygen DIR`: writes an ed25519 key pair for the fleet cache (never overwriting).
+int cmd_keygen(int argc, char** argv);
+
+/// Publishes the primary's entries of ids for arch to the fleet cache if this node may publish; how many.
+std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch);
+/// The fleet tier's settings and this process's counters, as text lines ("remote: off" when off).
+std::string remote_text();
+/// The same as one JSON value (null when off).
+std::string remote_json();
 
 /// The catalog id of the kernel called `name`; throws UsageError naming `tropical list`.
 std::uint32_t kernel_by_name(const std::string& name);

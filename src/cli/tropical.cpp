@@ -1,4 +1,4 @@
-// The `tropical` command: list, warm, stats, clear, compile, gemm, verify.
+// The `tropical` command: list, warm, stats, clear, compile, gemm, verify, keygen.
 //
 // Exit codes: 0 success; 1 a check, compile, store or write to stdout failed;
 // 2 bad usage (nothing was changed); 3 a GPU, driver or NVRTC the command needs is missing.
@@ -29,6 +29,7 @@ const char* const kUsage =
     "  compile   NVRTC-compile one kernel, bypassing the cache, and time it\n"
     "  gemm      run one product on GPU 0, check it, print cold/warm/hot timings\n"
     "  verify    run every kernel on GPU 0 against the CPU reference\n"
+    "  keygen    write an ed25519 key pair for the fleet (Redis) cache\n"
     "\n"
     "'tropical <command> --help' describes each; options take '--opt value' or\n"
     "'--opt=value'. Exit codes: 0 ok, 1 a check, compile, store or write failed,\n"
@@ -38,7 +39,7 @@ int run(int argc, char** argv) {
   using Command = int (*)(int, char**);
   const std::map<std::string_view, Command> commands = {
       {"list", cmd_list},       {"warm", cmd_warm}, {"stats", cmd_stats},   {"clear", cmd_clear},
-      {"compile", cmd_compile}, {"gemm", cmd_gemm}, {"verify", cmd_verify},
+      {"compile", cmd_compile}, {"gemm", cmd_gemm}, {"verify", cmd_verify}, {"keygen", cmd_keygen},
   };
   if (argc < 2) {
     std::fputs(kUsage, stderr);

@@ -77,7 +77,12 @@ std::vector<std::uint8_t> encode_entry(std::string_view serialized_key, const Co
   return bytes;
 }
 
-EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialized_key, ImageParts parts) {
+// The checks of read_entry() over any source of bytes: read(dst, size, offset) returns 0 on success.
+namespace {
+
+template <typename ReadAt>
+EntryRead read_entry_from(const ReadAt& read, std::uint64_t file_size, std::string_view serialized_key,
+                          ImageParts parts) {
   EntryRead out;
   if (file_size > kMaxEntryBytes) {
     out.status = EntryStatus::kTooLarge;
@@ -89,7 +94,7 @@ EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialize
   // size field cannot make the reader allocate or read nonsense; then the
   // payload goes straight into the image, without another copy.
   std::vector<std::uint8_t> head(static_cast<std::size_t>(head_size));
-  if (read_at(fd, head.data(), head.size(), 0) != 0) return out;
+  if (read(head.data(), head.size(), 0) != 0) return out;
   out.bytes_read = head.size();
   const std::uint8_t* p = head.data();
   if (std::memcmp(p, kMagic.data(), kMagic.size()) != 0) return out;
@@ -113,7 +118,7 @@ EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialize
   }
   CompiledImage& image = out.image;
   image.cubin.resize(static_cast<std::size_t>(cubin_size));
-  if (read_at(fd, image.cubin.data(), image.cubin.size(), head_size) != 0) return out;
+  if (read(image.cubin.data(), image.cubin.size(), head_size) != 0) return out;
   out.bytes_read += cubin_size;
   const Checksum::Value sum =
       main_checksum(p, p + kEntryHeaderSize, key_size, image.cubin.data(), image.cubin.size());
@@ -125,13 +130,30 @@ EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialize
   }
   if (parts == ImageParts::kCubinAndPtx) {
     image.ptx.resize(static_cast<std::size_t>(ptx_size));
-    if (read_at(fd, image.ptx.data(), image.ptx.size(), head_size + cubin_size) != 0) return out;
+    if (read(image.ptx.data(), image.ptx.size(), head_size + cubin_size) != 0) return out;
     out.bytes_read += ptx_size;
     const Checksum::Value ptx_sum = Checksum::of(image.ptx);
     if (std::memcmp(p + kEntryPtxChecksumOffset, ptx_sum.data(), ptx_sum.size()) != 0) return out;
   }
   out.status = EntryStatus::kOk;
   return out;
+}
+
+}  // namespace
+
+EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialized_key, ImageParts parts) {
+  return read_entry_from([fd](void* dst, std::size_t size, std::uint64_t offset) { return read_at(fd, dst, size, offset); },
+                         file_size, serialized_key, parts);
+}
+
+EntryRead decode_entry(std::span<const std::uint8_t> bytes, std::string_view serialized_key, ImageParts parts) {
+  const auto copy = [bytes](void* dst, std::size_t size, std::uint64_t offset) {
+    // read_entry_from() checks every size against bytes.size() first; this is a second guard.
+    if (offset > bytes.size() || size > bytes.size() - offset) return -1;
+    if (size != 0) std::memcpy(dst, bytes.data() + offset, size);
+    return 0;
+  };
+  return read_entry_from(copy, bytes.size(), serialized_key, parts);
 }
 
 std::optional<std::string> read_entry_key(int fd, std::uint64_t file_size, std::uint32_t* version) {

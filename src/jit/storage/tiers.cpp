@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tropical/jit/storage/io.hpp"
+#include "tropical/jit/storage/remote/remote_tier.hpp"
 
 namespace tropical::jit {
 namespace {
@@ -77,6 +78,22 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   if (flight.state == FlightResult::State::kLeader) {
     if (auto hit = look(false)) return std::move(*hit);
   }
+  // --- fleet tier (issue 12): the writable tiers below the first (the remote) have their own single flight
+  // (a cross-machine lease), taken only under the first one's, so one process per machine waits on the
+  // fleet. A tier whose flight this caller does not lead is not written; released before the first's.
+  std::vector<FlightResult> below;
+  std::vector<bool> unled(n, false);
+  for (std::size_t i = writable + 1; flight.state == FlightResult::State::kLeader && i < n; ++i) {
+    if (!tiers[i]->can_store()) continue;
+    below.push_back(tiers[i]->single_flight(k));
+    unled[i] = below.back().state != FlightResult::State::kLeader;
+    log_line(log, LogLevel::kDebug,
+             kernel + ": single flight in " + tiers[i]->name() + (unled[i] ? ": " + below.back().why : ": led"));
+  }
+  if (!below.empty()) {
+    if (auto hit = look(false)) return std::move(*hit);
+  }
+  // --- end of the fleet tier's part
   for (std::size_t i = 0; i < n; ++i) tiers[i]->count_miss(bad[i]);
 
   const auto start = std::chrono::steady_clock::now();
@@ -91,8 +108,9 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
     return image;
   }
   std::vector<Store*> stored;
-  for (Store* tier : tiers) {
-    if (tier->can_store() && tier->store(k, image, StoreReason::kCompiled)) {
+  for (std::size_t i = 0; i < n; ++i) {
+    Store* tier = tiers[i];
+    if (!unled[i] && tier->can_store() && tier->store(k, image, StoreReason::kCompiled)) {
       stored.push_back(tier);
       log_line(log, LogLevel::kInfo,
                kernel + ": stored in " + tier->name() + " (" +
@@ -100,6 +118,7 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
     }
   }
   // Waiters may read the entry as soon as the flight ends; eviction needs no lock.
+  below.clear();
   flight.held.reset();
   for (Store* tier : stored) tier->after_store(k);
   return image;
@@ -137,7 +156,14 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
   return std::nullopt;
 }
 
-Tiers::Tiers(const CacheConfig& config) : Tiers(std::make_unique<LocalStore>(config), {}, config.log) {}
+Tiers::Tiers(const CacheConfig& config) : Tiers(std::make_unique<LocalStore>(config), {}, config.log) {
+  // The fleet tier, last (after the layers). Settings: the environment; a tropical.conf lookup
+  // (environment first) replaces remote::environment_settings() here.
+  if (auto fleet = remote::make_remote_tier(config, remote::environment_settings())) {
+    others_.push_back(std::move(fleet));
+    order_.push_back(others_.back().get());
+  }
+}
 
 Tiers::Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log)
     : primary_(std::move(primary)), others_(std::move(others)), log_(log) {

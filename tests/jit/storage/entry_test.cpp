@@ -108,5 +108,29 @@ TEST_F(EntryTest, stored_key_of_this_and_the_previous_layout_is_read_without_the
   EXPECT_FALSE(read_entry_key(fd.get(), size).has_value());
 }
 
+
+TEST_F(EntryTest, decode_from_memory_checks_what_a_file_read_checks) {
+  const std::string key = make_key(1).serialize();
+  const CompiledImage image = make_image(1, 10000);
+  std::vector<std::uint8_t> bytes = encode_entry(key, image);
+  const EntryRead whole = decode_entry(bytes, key, ImageParts::kCubinAndPtx);
+  ASSERT_EQ(whole.status, EntryStatus::kOk);
+  EXPECT_TRUE(same(whole.image, image));
+  const EntryRead cubin = decode_entry(bytes, key, ImageParts::kCubin);
+  ASSERT_EQ(cubin.status, EntryStatus::kOk);
+  EXPECT_TRUE(same(cubin.image, cubin_only(image)));
+  EXPECT_EQ(decode_entry(bytes, make_key(2).serialize(), ImageParts::kCubin).status, EntryStatus::kOtherKey);
+  EXPECT_EQ(decode_entry(std::span(bytes).first(bytes.size() - 1), key, ImageParts::kCubin).status,
+            EntryStatus::kCorrupt);
+  EXPECT_EQ(decode_entry(std::span(bytes).first(10), key, ImageParts::kCubin).status, EntryStatus::kCorrupt);
+  EXPECT_EQ(decode_entry({}, key, ImageParts::kCubin).status, EntryStatus::kCorrupt);
+  bytes[kEntryHeaderSize + key.size() + 5000] ^= 1;  // in the CUBIN
+  EXPECT_EQ(decode_entry(bytes, key, ImageParts::kCubin).status, EntryStatus::kCorrupt);
+  bytes[kEntryHeaderSize + key.size() + 5000] ^= 1;
+  bytes[bytes.size() - 3] ^= 1;  // in the PTX: a CUBIN-only decode does not look at it
+  EXPECT_EQ(decode_entry(bytes, key, ImageParts::kCubin).status, EntryStatus::kOk);
+  EXPECT_EQ(decode_entry(bytes, key, ImageParts::kCubinAndPtx).status, EntryStatus::kCorrupt);
+}
+
 }  // namespace
 }  // namespace tropical::jit

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ std::vector<std::uint8_t> encode_entry(std::string_view serialized_key, const Co
 /// key and CUBIN always, PTX too with kCubinAndPtx. Sizes are checked against file_size before anything
 /// is allocated or read, and nothing at all is read from a file over kMaxEntryBytes. Uses pread only.
 EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialized_key, ImageParts parts);
+
+/// read_entry() over bytes already in memory (an entry received from the remote tier), with the same checks.
+EntryRead decode_entry(std::span<const std::uint8_t> bytes, std::string_view serialized_key, ImageParts parts);
 
 /// The serialized key stored in the entry open on fd (header and key only, key at most 64 KiB), with the
 /// entry's format version in *version, or nullopt if the file does not start like an entry; for explaining

@@ -14,7 +14,8 @@ namespace tropical::jit {
 
 /// The image for key from the first tier that has it (copied up into the writable tiers above it), else
 /// compiled by compile() and stored in every writable tier. The first writable tier's single flight is taken
-/// before compiling, and the tiers are asked again under it, so that while it works one caller machine-wide
+/// before compiling (then, under it, those of the writable tiers below it: the fleet's lease; a tier whose
+/// flight this caller does not lead is not written), and the tiers are asked again under it, so that while it works one caller machine-wide
 /// compiles a key at a time and the others wait (bounded) and read; a caller that cannot take it (no writable
 /// tier, a bad lock file, a holder past the bound) compiles on its own and stores nothing. Sets *compiled to
 /// whether this call compiled. A hit has the given parts (PTX empty with kCubin); a compile returns the whole
@@ -30,9 +31,9 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
 std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
                                            ImageParts parts = ImageParts::kCubin);
 
-/// The persistent tiers below the registry's in-memory images, in lookup order. Today: the local directory
-/// (the primary, read-write). Read-only layers and a remote are appended here by the configuration, never by
-/// the registry. Thread-safe.
+/// The persistent tiers below the registry's in-memory images, in lookup order: the local directory (the
+/// primary, read-write), then the fleet tier when TROPICAL_REMOTE_CACHE configures one. Read-only layers and
+/// the remote are appended here by the configuration, never by the registry. Thread-safe.
 class Tiers {
  public:
   /// The tiers config describes.

@@ -1,0 +1,149 @@
+// Fleet tier benchmarks (CPU only): signing and verifying one entry, and a remote hit
+// (GETEX + transfer + signature check) from a real redis-server on this machine, over its
+// unix socket and over TCP loopback, and a node's warm first use through the tier walk (empty primary,
+// the entry in Redis). The server is started like the tests start it
+// (tests/jit/storage/remote/redis_server.hpp): a temporary directory, nothing persisted.
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "redis_server.hpp"
+#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/jit/storage/tiers.hpp"
+
+namespace {
+
+using namespace tropical::jit::remote;
+
+const std::string kDigest = "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e";
+
+std::string entry_of(std::size_t bytes) {
+  std::string entry(bytes, '\0');
+  for (std::size_t i = 0; i < bytes; ++i) entry[i] = static_cast<char>(i * 2654435761u >> 13);
+  return entry;
+}
+
+const SigningKey& key() {
+  static const SigningKey k = *SigningKey::generate();
+  return k;
+}
+
+void BM_sign_entry(benchmark::State& state) {
+  const std::string entry = entry_of(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(seal_value(entry, "tropical:2:" + kDigest, &key()));
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_sign_entry)->Arg(16 << 10)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
+
+// The signature check of one entry as a reader does it (the trailer parsed, the key found among
+// the trusted ones, ed25519 over domain + Redis key + bytes).
+void BM_verify_entry(benchmark::State& state) {
+  const std::string key_name = "tropical:2:" + kDigest;
+  const std::string sealed = *seal_value(entry_of(static_cast<std::size_t>(state.range(0))), key_name, &key());
+  TrustedKeys trusted;
+  trusted.add(key().public_key());
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::string value = sealed;
+    state.ResumeTiming();
+    const OpenedValue opened = open_value(&value, key_name, trusted, false);
+    if (opened.verdict != ValueVerdict::kAccepted) state.SkipWithError("refused");
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_verify_entry)->Arg(16 << 10)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
+
+tropical::jit::remote::testing::RedisServer& server() {
+  static auto* s = new tropical::jit::remote::testing::RedisServer(/*tcp=*/true);
+  return *s;
+}
+
+// A remote hit of a 0.2 MB entry (lookup: GETEX with TTL refresh, transfer, verify), what a node
+// with an empty primary pays per kernel before it writes the entry to disk and loads it.
+void remote_hit(benchmark::State& state, bool tcp) {
+  if (!server().ready()) {
+    state.SkipWithError(server().explain().c_str());
+    return;
+  }
+  RemoteOptions options;
+  options.client.endpoint = *parse_redis_url(tcp ? server().tcp_url() : server().unix_url());
+  options.format = 2;
+  options.signer = std::make_shared<const SigningKey>(key());
+  options.trusted.add(key().public_key());
+  RemoteStore store(options);
+  const std::string entry = entry_of(static_cast<std::size_t>(state.range(0)));
+  if (store.publish(kDigest, entry) != PublishOutcome::kPublished) {
+    state.SkipWithError("publish failed");
+    return;
+  }
+  for (auto _ : state) {
+    const LookupResult found = store.lookup(kDigest);
+    if (found.outcome != LookupOutcome::kHit || found.entry.size() != entry.size()) state.SkipWithError("no hit");
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+  const RemoteStats s = store.stats();
+  state.counters["verify_us"] = s.hits ? s.verify_ns / 1e3 / static_cast<double>(s.hits) : 0;
+}
+
+void BM_remote_hit_unix(benchmark::State& state) { remote_hit(state, false); }
+void BM_remote_hit_tcp_loopback(benchmark::State& state) { remote_hit(state, true); }
+BENCHMARK(BM_remote_hit_unix)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_remote_hit_tcp_loopback)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Warm first use on a fleet node: an empty primary directory, the entry in Redis. The whole walk: primary
+// miss, remote lookup (GETEX, transfer, signature check), entry decode (checksums, full key), the copy into
+// the primary (temp file, fsync, rename), the CUBIN returned. No compile: the callback aborts the run.
+void fleet_first_use(benchmark::State& state, bool tcp) {
+  if (!server().ready()) {
+    state.SkipWithError(server().explain().c_str());
+    return;
+  }
+  RemoteOptions options;
+  options.client.endpoint = *parse_redis_url(tcp ? server().tcp_url() : server().unix_url());
+  options.format = tropical::jit::kCacheFormatVersion;
+  options.signer = std::make_shared<const SigningKey>(key());
+  options.trusted.add(key().public_key());
+  RemoteTier remote(options);
+  const tropical::jit::CacheKey cache_key{"tropical_gemm_maxplus_f32", std::string(64, 'a'), {"-arch=sm_90"}, 90,
+                                          "bench"};
+  tropical::jit::CompiledImage image;
+  image.cubin.resize(static_cast<std::size_t>(state.range(0)), std::byte{0x5a});
+  image.ptx = std::string(static_cast<std::size_t>(state.range(0)) / 4, 'p');
+  if (!remote.store(tropical::jit::StoreKey(cache_key), image, tropical::jit::StoreReason::kCompiled)) {
+    state.SkipWithError("publish failed");
+    return;
+  }
+  const auto root = std::filesystem::temp_directory_path() / ("tropical-fleet-bench-" + std::to_string(getpid()));
+  std::size_t n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    tropical::jit::CacheConfig config;
+    config.dir = root / std::to_string(n++);
+    auto primary = std::make_unique<tropical::jit::LocalStore>(config);
+    std::array<tropical::jit::Store*, 2> tiers = {primary.get(), &remote};
+    state.ResumeTiming();
+    bool compiled = false;
+    const auto got = tropical::jit::walk_tiers(tiers, tropical::jit::LogLevel::kOff, cache_key,
+                                               []() -> tropical::jit::CompiledImage { std::abort(); }, &compiled);
+    if (compiled || got.cubin.size() != image.cubin.size()) state.SkipWithError("not a remote hit");
+  }
+  std::filesystem::remove_all(root);
+  const RemoteStats s = remote.remote().stats();
+  state.counters["verify_us"] = s.hits ? s.verify_ns / 1e3 / static_cast<double>(s.hits) : 0;
+}
+
+void BM_fleet_first_use_unix(benchmark::State& state) { fleet_first_use(state, false); }
+void BM_fleet_first_use_tcp_loopback(benchmark::State& state) { fleet_first_use(state, true); }
+BENCHMARK(BM_fleet_first_use_unix)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_fleet_first_use_tcp_loopback)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tropical/jit/storage/remote/ed25519.hpp"
+#include "tropical/jit/storage/remote/redis_client.hpp"
+
+namespace tropical::jit::remote {
+
+/// Everything the remote tier needs: where, how long to wait, who signs, whom to trust.
+struct RemoteOptions {
+  ClientOptions client;                                  ///< endpoint and timeouts
+  std::chrono::milliseconds ttl{std::chrono::hours(24 * 30)};  ///< entry lifetime, refreshed on every hit
+  std::chrono::milliseconds lease{20000};                ///< lifetime of a compile lease (a dead holder's ends then)
+  std::chrono::milliseconds wait{10000};                 ///< longest wait for another node's compile
+  std::chrono::milliseconds poll{20};                    ///< first poll interval while waiting (doubles to 250 ms)
+  std::uint32_t format = 0;                              ///< entry format version, part of every key
+  std::shared_ptr<const SigningKey> signer;              ///< set: this node signs and publishes
+  TrustedKeys trusted;                                   ///< keys whose entries are accepted (signer's included)
+  bool allow_unsigned = false;                           ///< TROPICAL_REMOTE_UNSIGNED: trusted network
+
+  /// True if entries may be read: some key is trusted or unsigned use is allowed.
+  bool may_read() const noexcept { return !trusted.empty() || allow_unsigned; }
+  /// True if entries may be published: a signing key, or unsigned use allowed.
+  bool may_write() const noexcept { return signer != nullptr || allow_unsigned; }
+};
+
+/// Returns the value of a setting by its environment name (TROPICAL_REMOTE_CACHE, ...), or nullopt.
+using SettingLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+/// The remote options from settings read through get:
+///   TROPICAL_REMOTE_CACHE          redis://HOST:PORT[/DB] or unix:///path.sock[?db=N]; unset or empty: off
+///   TROPICAL_REMOTE_SIGNING_KEY    PEM ed25519 private key: this node signs and publishes
+///   TROPICAL_REMOTE_TRUSTED_KEYS   colon-separated PEM public keys whose entries are accepted
+///   TROPICAL_REMOTE_UNSIGNED       1/true/yes/on: read and write unsigned entries (a trusted network only)
+///   TROPICAL_REMOTE_TTL (30d), TROPICAL_REMOTE_CONNECT_TIMEOUT (250ms), TROPICAL_REMOTE_TIMEOUT (1s),
+///   TROPICAL_REMOTE_COOLDOWN (60s), TROPICAL_REMOTE_LEASE (20s), TROPICAL_REMOTE_WAIT (10s):
+///                                  a whole number with a unit ms, s, m, h or d (none: seconds).
+/// nullopt (remote off) when unset, when the URL is malformed, or when this node could neither
+/// read nor write; each problem is one line through warn, and a malformed duration or key file
+/// keeps the default or is left out. `format` is the entry format version. Never throws but bad_alloc.
+std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint32_t format, const WarningSink& warn);
+
+/// remote_options() over the process environment.
+std::optional<RemoteOptions> remote_options_from_env(std::uint32_t format, const WarningSink& warn);
+
+/// Parses a duration as remote_options() does ("250ms", "30d", "60"); nullopt if malformed.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+}  // namespace tropical::jit::remote
