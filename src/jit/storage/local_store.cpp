@@ -65,36 +65,91 @@ struct LocalStore::Impl {
   std::array<std::atomic<pid_t>, kStripes> stuck{};
   StoreCounters counters;
 
+  bool team = false;  // a setgid group directory: entries 0640, read from members of its group
+  gid_t group = 0;
+  std::string network;  // the network file system under the directory, or ""
+
   explicit Impl(CacheConfig c) : config(std::move(c)), name("local " + config.dir.string()) {
     if (!config.enabled) return;
-    if (config.dir.empty()) {
-      warn_once(Problem::kUnusable, "(none)",
-                "tropical: warning: disk cache unusable (no directory: set TROPICAL_CACHE_DIR or HOME); "
-                "continuing without it\n");
+    const std::optional<Trouble> trouble = open();
+    if (!trouble) return;
+    // A directory that cannot take entries (a read-only file system, an unwritable parent) gives way to a
+    // private one, so that a container's first run is not every run's.
+    if (trouble->fallback && config.fallback_dir && *config.fallback_dir != config.dir) {
+      const std::filesystem::path original = config.dir;
+      reset_directory(*config.fallback_dir);
+      const std::optional<Trouble> second = open(true);
+      const std::string first = "disk cache " + (original.empty() ? "(none)" : original.string()) + " " +
+                                trouble->message;
+      if (!second) {
+        fell_back_from = original;
+        warn_once(Problem::kFallback, original.string(),
+                  "tropical: warning: " + first + "; using " + config.dir.string() + " instead\n");
+        return;
+      }
+      reset_directory(config.dir);
+      warn_once(Problem::kFallback, original.string(),
+                "tropical: warning: " + first + ", and " + config.dir.string() + " " + second->message +
+                    "; continuing with compiled images in memory only\n");
       return;
+    }
+    warn(trouble->problem, trouble->message);
+  }
+
+  // Why the directory cannot be used as the primary; fallback: whether another directory should be tried.
+  struct Trouble {
+    Problem problem;
+    std::string message;
+    bool fallback;
+  };
+
+  void reset_directory(const std::filesystem::path& to) {
+    dir.reset();
+    locks.reset();
+    writable = false;
+    config.dir = to;
+    name = "local " + to.string();
+  }
+
+  // Opens config.dir; private: refuse anything but a 0700 directory of this user (the fallback).
+  std::optional<Trouble> open(bool private_only = false) {
+    if (config.dir.empty()) {
+      return Trouble{Problem::kUnusable, "unusable (no directory: set TROPICAL_CACHE_DIR or HOME)", true};
     }
     local::Directory opened = local::open_directory(config.dir);
     if (opened.unusable) {
-      warn(Problem::kUnusable, "unusable (" + opened.unusable->reason() + "); continuing without it");
-      return;
+      return Trouble{Problem::kUnusable, "unusable (" + opened.unusable->reason() + "); continuing without it",
+                     true};
+    }
+    struct stat st {};
+    if (private_only && (::fstat(opened.fd.get(), &st) != 0 || (st.st_mode & 077) != 0 || opened.team)) {
+      return Trouble{Problem::kUnusable, "is not a private 0700 directory of this user", true};
     }
     dir = std::move(opened.fd);
+    team = opened.team;
+    group = opened.group;
+    network = opened.network;
     if (opened.refused) {
-      warn(Problem::kReadOnly, "cannot store entries (" + *opened.refused +
-                                   "); entries already there are still read and verified");
-      return;
+      return Trouble{Problem::kReadOnly,
+                     "cannot store entries (" + *opened.refused +
+                         "); entries already there are still read and verified",
+                     false};
     }
     if (auto failure = open_locks()) {
       // Entries may still be read (a read-only cache), but nothing can be stored.
-      warn_read_only(*failure);
-      return;
+      return Trouble{Problem::kReadOnly,
+                     "cannot store entries (" + failure->reason() + "); continuing with the entries already there",
+                     is_hard(failure->error)};
     }
     writable = true;
-    if (auto failure = counters.open(dir.get(), kStatsWait)) {
+    if (auto failure = counters.open(dir.get(), kStatsWait, 0600, local::stats_file_name(team, network))) {
       count(kErrors);
       warn(Problem::kNoMachineStats, "has no machine-wide statistics (" + failure->reason() + ")");
     }
+    return std::nullopt;
   }
+
+  std::filesystem::path fell_back_from;  // the configured directory, when the fallback is used
 
   ~Impl() { publish(); }
 
@@ -109,10 +164,12 @@ struct LocalStore::Impl {
   }
 
   std::optional<Failure> open_locks() {
-    if (::mkdirat(dir.get(), "locks", 0700) != 0 && errno != EEXIST) {
+    // In a team directory each user has a lock directory: lock files stay of their user.
+    const std::string locks_name = team ? "locks." + std::to_string(::geteuid()) : "locks";
+    if (::mkdirat(dir.get(), locks_name.c_str(), 0700) != 0 && errno != EEXIST) {
       return Failure{"creating the lock directory", errno};
     }
-    locks.reset(::openat(dir.get(), "locks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    locks.reset(::openat(dir.get(), locks_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!locks.valid()) return Failure{"opening the lock directory", errno};
     struct stat st {};
     if (::fstat(locks.get(), &st) != 0) return Failure{"checking the lock directory", errno};
@@ -179,8 +236,7 @@ struct LocalStore::Impl {
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return refused("checking the entry: " + error_text(errno));
     if (!S_ISREG(st.st_mode)) return refused("not a regular file under the entry's name");
-    if (st.st_uid != ::geteuid()) return refused("entry owned by uid " + std::to_string(st.st_uid));
-    if ((st.st_mode & 07777) != 0600) return refused("entry with mode other than 0600");
+    if (auto why = local::refuse_entry(st, team, group)) return refused(std::move(*why));
     const auto size = static_cast<std::uint64_t>(st.st_size);
     EntryRead entry = read_entry(fd.get(), size, key.serialized, parts);
     switch (entry.status) {
@@ -221,7 +277,7 @@ struct LocalStore::Impl {
     }
     // A failure means that no entry was stored: nothing reaches the entry's name before the rename.
     AtomicFile file(dir.get(), key.digest + std::string(local::kEntrySuffix));
-    std::optional<Failure> failure = file.create(0600);
+    std::optional<Failure> failure = file.create(team ? 0640 : 0600);
     if (!failure) failure = file.write(bytes.data(), bytes.size());
     if (!failure) hook(WriteStage::kTempWritten);
     if (!failure) failure = file.sync();
@@ -389,5 +445,30 @@ std::filesystem::path LocalStore::entry_path(const CacheKey& key) const {
 }
 
 const CacheConfig& LocalStore::config() const noexcept { return impl_->config; }
+
+const std::filesystem::path& LocalStore::fell_back_from() const noexcept { return impl_->fell_back_from; }
+
+TierInfo LocalStore::describe() const {
+  const Impl& s = *impl_;
+  const CacheInfo i = info();
+  TierInfo out;
+  out.kind = "local";
+  out.location = s.config.dir.string();
+  out.usable = s.dir.valid();
+  out.writable = enabled();
+  out.status = !s.config.enabled ? "disabled"
+               : !out.usable     ? "unusable"
+               : out.writable    ? "read-write"
+                                 : "read-only";
+  if (s.team) out.status += ", team directory (group " + std::to_string(s.group) + ")";
+  if (!s.network.empty()) out.status += ", on " + s.network + " (statistics per host)";
+  if (!s.fell_back_from.empty()) out.status += ", fallback for " + s.fell_back_from.string();
+  out.entries = i.entries;
+  out.bytes = i.bytes;
+  const CacheStats stats = machine_stats();
+  out.hits = stats.hits;
+  out.misses = stats.misses;
+  return out;
+}
 
 }  // namespace tropical::jit

@@ -24,12 +24,13 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
                          const std::function<CompiledImage()>& compile, bool* compiled = nullptr,
                          ImageParts parts = ImageParts::kCubin);
 
-/// The persistent tiers below the registry's in-memory images, in lookup order. Today: the local directory
-/// (the primary, read-write). Read-only layers and a remote are appended here by the configuration, never by
-/// the registry. Thread-safe.
+/// The persistent tiers below the registry's in-memory images, in lookup order: the local directory (the
+/// primary, read-write), then the read-only layers (config.layers, the configured primary if it fell back,
+/// the install's prebuilt layer); a remote is appended here by the configuration, never by the registry.
+/// Thread-safe.
 class Tiers {
  public:
-  /// The tiers config describes.
+  /// The tiers config describes (no layers when the cache is disabled).
   explicit Tiers(const CacheConfig& config);
   /// primary first, then the others in lookup order (for tests and embedders).
   Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log);
