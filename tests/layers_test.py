@@ -161,7 +161,8 @@ class LayersTest(unittest.TestCase):
         with open(victim, "rb") as f:
             self.assertEqual(f.read(), tampered)
         self.assertEqual(entries(primary), entries(layer))
-        self.assertNotEqual(open(os.path.join(primary, entries(layer)[0]), "rb").read(), tampered)
+        with open(os.path.join(primary, entries(layer)[0]), "rb") as f:
+            self.assertNotEqual(f.read(), tampered)
 
     def test_5_unwritable_primary_falls_back_with_one_warning_then_to_memory(self):
         user = self.users[0] if ROOT else None
@@ -210,7 +211,8 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(override["cache"]["max_bytes"], 20 << 20)
         # The limit holds: with 1 byte allowed, only the entry just stored stays.
         self.tropical("config", "max_size", "1", **env)
-        self.warm(**env)
+        proc = self.warm(code=1, **env)  # warm says what it could not keep
+        self.assertIn("limit 1 bytes", proc.stderr)
         self.assertEqual(len(entries(primary)), 1)
         self.tropical("config", "max_size", "lots", code=2, **env)
         self.tropical("config", "colour", "blue", code=2, **env)

@@ -187,9 +187,10 @@ int cmd_warm(int argc, char** argv) {
     std::fflush(stdout);  // the summary first, on a terminal
     const jit::CacheInfo i = info();
     const std::string why = cache_disabled_by_env() ? "the cache is disabled (TROPICAL_CACHE_DISABLE)"
-                            : !i.enabled            ? "the cache is unusable (its reason is printed above)"
-                                         : "the cache is too small (limit " + std::to_string(i.max_bytes) +
-                                               " bytes; see TROPICAL_CACHE_MAX_SIZE)";
+                            : !i.enabled
+                                ? "the cache is unusable (its reason is printed above)"
+                                : "the cache is too small (limit " + std::to_string(i.max_bytes) +
+                                      " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)";
     std::fprintf(stderr, "tropical: %zu of %zu kernels for sm_%d are not stored in %s: %s\n", not_stored,
                  wanted, arch, i.dir.c_str(), why.c_str());
   }

@@ -3,10 +3,10 @@
 // Exit codes: 0 success; 1 a check, compile, store or write to stdout failed;
 // 2 bad usage (nothing was changed); 3 a GPU, driver or NVRTC the command needs is missing.
 #include <cerrno>
-#include <cstdlib>
-#include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -42,9 +42,8 @@ const char* const kUsage =
 int run(int argc, char** argv) {
   using Command = int (*)(int, char**);
   const std::map<std::string_view, Command> commands = {
-      {"list", cmd_list},       {"warm", cmd_warm}, {"stats", cmd_stats},   {"clear", cmd_clear},
-      {"config", cmd_config},
-      {"compile", cmd_compile}, {"gemm", cmd_gemm}, {"verify", cmd_verify},
+      {"list", cmd_list},     {"warm", cmd_warm},       {"stats", cmd_stats}, {"clear", cmd_clear},
+      {"config", cmd_config}, {"compile", cmd_compile}, {"gemm", cmd_gemm},   {"verify", cmd_verify},
   };
   if (argc < 2) {
     std::fputs(kUsage, stderr);

@@ -75,7 +75,8 @@ struct LayerStore::Impl {
       case EntryStatus::kTooLarge:
         return Lookup{std::nullopt, Miss::kTooLarge, "entry over the size bound"};
       case EntryStatus::kCorrupt:
-        return Lookup{std::nullopt, Miss::kCorrupt, "corrupt entry (truncated, extended or a checksum mismatch)"};
+        return Lookup{std::nullopt, Miss::kCorrupt,
+                      "corrupt entry (truncated, extended or a checksum mismatch)"};
       case EntryStatus::kOtherFormat:
         return Lookup{std::nullopt, Miss::kOtherFormat, "entry of another format version"};
       case EntryStatus::kOtherKey:
@@ -121,8 +122,8 @@ TierInfo LayerStore::describe() const {
   }
   while (const dirent* item = ::readdir(listing)) {
     struct stat st {};
-    if (local::is_entry_name(item->d_name) &&
-        ::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+    if (local::is_entry_name(item->d_name) && ::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
       ++info.entries;
       info.bytes += static_cast<std::uint64_t>(st.st_size);
     }

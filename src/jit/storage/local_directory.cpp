@@ -1,11 +1,11 @@
 #include "local_directory.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <sys/statfs.h>
-#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,16 +159,26 @@ std::string network_file_system(int fd) {
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) return "";
   switch (static_cast<unsigned long>(fs.f_type)) {
-    case 0x6969: return "nfs";
-    case 0x517B: return "smb";
-    case 0xFE534D42: return "smb2";
-    case 0xFF534D42: return "cifs";
-    case 0x65735546: return "fuse";
-    case 0x00C36400: return "ceph";
-    case 0x5346414F: return "afs";
-    case 0x0BD00BD0: return "lustre";
-    case 0x47504653: return "gpfs";
-    default: return "";
+    case 0x6969:
+      return "nfs";
+    case 0x517B:
+      return "smb";
+    case 0xFE534D42:
+      return "smb2";
+    case 0xFF534D42:
+      return "cifs";
+    case 0x65735546:
+      return "fuse";
+    case 0x00C36400:
+      return "ceph";
+    case 0x5346414F:
+      return "afs";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x47504653:
+      return "gpfs";
+    default:
+      return "";
   }
 }
 

@@ -87,8 +87,7 @@ std::optional<Failure> StatsFile::open_existing() {
   Record record{};
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_size != static_cast<off_t>(kRecordSize) ||
       read_at(fd.get(), record.data(), record.size(), 0) != 0 || !decode(record)) {
-    return Failure{"the statistics file " + name_ + " is not one of this user and layout",
-                   EPROTO};
+    return Failure{"the statistics file " + name_ + " is not one of this user and layout", EPROTO};
   }
   fd_ = std::move(fd);
   dev_ = st.st_dev;

@@ -125,7 +125,8 @@ std::vector<std::unique_ptr<Store>> layers_of(const CacheConfig& config, const L
   if (!primary.fell_back_from().empty()) add(primary.fell_back_from(), true);
   // Not installed (a build tree, a package built without -Dprebuilt_archs): no tier at all.
   std::error_code ignored;
-  if (const auto prebuilt = prebuilt_layer_dir(); config.prebuilt_layer && std::filesystem::is_directory(prebuilt, ignored))
+  if (const auto prebuilt = prebuilt_layer_dir();
+      config.prebuilt_layer && std::filesystem::is_directory(prebuilt, ignored))
     add(prebuilt, true);
   return layers;
 }

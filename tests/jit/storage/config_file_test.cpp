@@ -30,7 +30,8 @@ class ConfigFileTest : public LocalStoreTest {
 };
 
 TEST_F(ConfigFileTest, parses_keys_values_comments_and_keeps_unknown_keys) {
-  const ConfigFile file = ConfigFile::parse("# c\n\n max_size =  10M \nlayers=/a:/b\nremote = redis://x\nnot a line\n");
+  const ConfigFile file =
+      ConfigFile::parse("# c\n\n max_size =  10M \nlayers=/a:/b\nremote = redis://x\nnot a line\n");
   EXPECT_EQ(file.get("max_size"), "10M");
   EXPECT_EQ(file.get("layers"), "/a:/b");
   EXPECT_EQ(file.get("remote"), "redis://x");

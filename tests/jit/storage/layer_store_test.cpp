@@ -40,7 +40,8 @@ TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_
   Tiers tiers(with_layer(layer));
   ASSERT_EQ(tiers.list().size(), 2u);
   bool compiled = true;
-  const CompiledImage image = tiers.get_or_compile(make_key(1), [] { return make_image(99); }, &compiled);
+  const CompiledImage image = tiers.get_or_compile(
+      make_key(1), [] { return make_image(99); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(image.cubin, make_image(1).cubin);
   EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
@@ -81,7 +82,8 @@ TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) 
   const auto before = fs::last_write_time(entry);
   Tiers tiers(with_layer(layer));
   bool compiled = false;
-  tiers.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubin);
+  tiers.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubin);
   EXPECT_TRUE(compiled);
   EXPECT_EQ(fs::last_write_time(entry), before);
   EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
@@ -101,11 +103,13 @@ TEST_F(LayerStoreTest, entry_writable_by_others_is_refused) {
 
 TEST_F(LayerStoreTest, missing_layer_warns_once_unless_quiet) {
   const fs::path missing = root_ / "nowhere";
-  Child loud([&] {
-    LayerStore a(missing, LogLevel::kOff);
-    LayerStore b(missing, LogLevel::kOff);
-    return a.trusted() || b.trusted() ? 1 : 0;
-  }, true);
+  Child loud(
+      [&] {
+        LayerStore a(missing, LogLevel::kOff);
+        LayerStore b(missing, LogLevel::kOff);
+        return a.trusted() || b.trusted() ? 1 : 0;
+      },
+      true);
   const Outcome out = loud.wait();
   EXPECT_EQ(out.exit_code, 0);
   EXPECT_EQ(count_of(out.err, "warning"), 1) << out.err;
@@ -114,21 +118,24 @@ TEST_F(LayerStoreTest, missing_layer_warns_once_unless_quiet) {
 }
 
 TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_directory_then_memory) {
-  const fs::path blocked = root_ / "blocked";
-  fs::create_directory(blocked);
-  ::chmod(blocked.c_str(), 0555);
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere; layers_test.py covers this as a test user";
+  // A directory under a regular file cannot be created, even by root.
+  const fs::path blocked = root_ / "a-file";
+  std::FILE* file = std::fopen(blocked.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
   CacheConfig c = config();
   c.dir = blocked / "cache";
   c.fallback_dir = root_ / "fallback";
-  Child child([&] {
-    LocalStore store(c);
-    if (!store.enabled() || store.config().dir != root_ / "fallback") return 1;
-    CacheConfig none = c;
-    none.fallback_dir = blocked / "also";
-    LocalStore memory(none);
-    return memory.enabled() ? 2 : 0;
-  }, true);
+  Child child(
+      [&] {
+        LocalStore store(c);
+        if (!store.enabled() || store.config().dir != root_ / "fallback") return 1;
+        CacheConfig none = c;
+        none.fallback_dir = blocked / "also";
+        LocalStore memory(none);
+        return memory.enabled() ? 2 : 0;
+      },
+      true);
   const Outcome out = child.wait();
   EXPECT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(count_of(out.err, "warning"), 2) << out.err;  // one per store

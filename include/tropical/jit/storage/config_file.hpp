@@ -11,8 +11,8 @@
 // <primary dir>/tropical.conf: the settings that belong to the cache rather than to one process.
 //
 // Format: one `key = value` per line; blank lines and lines starting with '#' are ignored; spaces around the
-// key and the value are dropped. Keys are lower-case words; an unknown key is kept (a newer version or another
-// tier may know it) and reported once per process. The environment overrides every key.
+// key and the value are dropped. Keys are lower-case words; an unknown key is kept (a newer version or
+// another tier may know it) and reported once per process. The environment overrides every key.
 
 namespace tropical::jit {
 

@@ -30,9 +30,10 @@ struct CacheInfo {
 /// code); one writable by others, or by its group without the setgid bit, is read (every entry verified) but
 /// never written, with one warning. A directory that cannot be created or written falls back to
 /// config.fallback_dir (private, 0700, checked owner) if set, then to memory only, with one warning. On a
-/// network file system the statistics file is per host. Entries are 0600 files of this user, written through a temporary file
-/// (kTempPrefix), fsync and rename; the library removes only entries of this user, and only temporary files
-/// of its own name pattern older than an hour. Size limit: least recently used entries go first.
+/// network file system the statistics file is per host. Entries are 0600 files of this user, written through
+/// a temporary file (kTempPrefix), fsync and rename; the library removes only entries of this user, and only
+/// temporary files of its own name pattern older than an hour. Size limit: least recently used entries go
+/// first.
 ///
 /// Single flight: one lock file per stripe of 256 (locks/tropical-XX.lock, magic header), an fcntl lock after
 /// a process mutex; a waiter gives up after config.lock_timeout, compiles on its own without storing, and

@@ -67,15 +67,15 @@ struct FlightResult {
 
 /// What `tropical stats` shows of one tier.
 struct TierInfo {
-  std::string kind;            ///< "local", "layer", "remote", ...
-  std::string location;        ///< a directory, a URL
-  bool usable = false;         ///< false if refused, missing or unreachable
-  bool writable = false;       ///< true if the tier stores entries
-  std::string status;          ///< "read-write", "trusted (read-only)", "refused: <why>", ...
-  std::uint64_t entries = 0;   ///< entries present (0 if unknown)
-  std::uint64_t bytes = 0;     ///< their total size
-  std::uint64_t hits = 0;      ///< hits served (this process, or machine-wide where the tier keeps them)
-  std::uint64_t misses = 0;    ///< walks that found nothing here (same scope as hits)
+  std::string kind;           ///< "local", "layer", "remote", ...
+  std::string location;       ///< a directory, a URL
+  bool usable = false;        ///< false if refused, missing or unreachable
+  bool writable = false;      ///< true if the tier stores entries
+  std::string status;         ///< "read-write", "trusted (read-only)", "refused: <why>", ...
+  std::uint64_t entries = 0;  ///< entries present (0 if unknown)
+  std::uint64_t bytes = 0;    ///< their total size
+  std::uint64_t hits = 0;     ///< hits served (this process, or machine-wide where the tier keeps them)
+  std::uint64_t misses = 0;   ///< walks that found nothing here (same scope as hits)
 };
 
 /// One tier of the cache: memory-backed, a local directory, a read-only layer, a remote. The registry's
