@@ -28,7 +28,8 @@ LocalStore::Impl::Impl(CacheConfig c) : config(std::move(c)), name("local " + co
                   "; continuing with compiled images in memory only\n");
     return;
   }
-  warn(trouble->problem, trouble->message);
+  warn(trouble->problem,
+       trouble->message + (trouble->problem == Problem::kUnusable ? "; continuing without it" : ""));
 }
 
 void LocalStore::Impl::reset_directory(const std::filesystem::path& to) {
@@ -45,8 +46,7 @@ std::optional<LocalStore::Impl::Trouble> LocalStore::Impl::open(bool private_onl
   }
   local::Directory opened = local::open_directory(config.dir);
   if (opened.unusable) {
-    return Trouble{Problem::kUnusable, "unusable (" + opened.unusable->reason() + "); continuing without it",
-                   true};
+    return Trouble{Problem::kUnusable, "unusable (" + opened.unusable->reason() + ")", true};
   }
   struct stat st {};
   if (private_only && (::fstat(opened.fd.get(), &st) != 0 || (st.st_mode & 077) != 0 || opened.team)) {

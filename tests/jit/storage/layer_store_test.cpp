@@ -131,6 +131,7 @@ TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_di
         LocalStore store(c);
         if (!store.enabled() || store.config().dir != root_ / "fallback") return 1;
         CacheConfig none = c;
+        none.dir = blocked / "other";
         none.fallback_dir = blocked / "also";
         LocalStore memory(none);
         return memory.enabled() ? 2 : 0;
