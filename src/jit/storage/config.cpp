@@ -129,7 +129,8 @@ CacheConfig CacheConfig::from_env() {
     config.dir = home / ".cache" / "tropical";
   }
   // The file is read after the directory is known, and only for what the environment leaves unset.
-  const ConfigFile file = config.dir.empty() ? ConfigFile() : ConfigFile::load(config.dir);
+  if (!config.dir.empty()) config.file = ConfigFile::load(config.dir);
+  const ConfigFile& file = config.file;
   const std::string file_name = (config.dir / kConfigFileName).string();
   if (const auto size = file.get("max_size"); size && env("TROPICAL_CACHE_MAX_SIZE").empty()) {
     if (const auto bytes = parse_size(*size)) {

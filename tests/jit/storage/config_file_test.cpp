@@ -61,8 +61,9 @@ TEST_F(ConfigFileTest, file_writable_by_others_is_ignored) {
 }
 
 TEST_F(ConfigFileTest, from_env_takes_the_file_below_the_environment) {
-  write("max_size = 10M\nlayers = /opt/one:relative:/opt/two\n");
+  write("max_size = 10M\nlayers = /opt/one:relative:/opt/two\nremote = redis://cache:6379\n");
   CacheConfig config = CacheConfig::from_env();
+  EXPECT_EQ(config.file.get("remote"), "redis://cache:6379");  // kept for the tier that knows it
   EXPECT_EQ(config.max_bytes, 10u << 20);
   EXPECT_EQ(config.layers, (std::vector<fs::path>{"/opt/one", "/opt/two"}));
   ::setenv("TROPICAL_CACHE_MAX_SIZE", "20M", 1);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tropical/jit/storage/config_file.hpp"
 #include "tropical/jit/storage/log.hpp"
 
 namespace tropical::jit {
@@ -33,6 +34,7 @@ struct CacheConfig {
   std::vector<std::filesystem::path> layers;                     ///< read-only layers after the primary
   bool prebuilt_layer = true;                                    ///< the install's layer comes last
   std::optional<std::filesystem::path> fallback_dir;             ///< primary if dir cannot store; none: none
+  ConfigFile file;  ///< <dir>/tropical.conf as from_env() read it (every key, unknown ones too); else empty
   std::function<void(WriteStage)> test_hook;                     ///< called at each write stage (tests only)
 
   /// $TROPICAL_CACHE_DIR, else $XDG_CACHE_HOME/tropical, else ~/.cache/tropical;
