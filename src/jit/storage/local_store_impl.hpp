@@ -203,7 +203,10 @@ struct LocalStore::Impl {
     std::optional<Failure> failure = file.create(team ? 0640 : 0600);
     if (!failure) failure = file.write(bytes.data(), bytes.size());
     if (!failure) hook(WriteStage::kTempWritten);
-    if (!failure) failure = file.sync();
+    // A promoted entry is a copy of one a layer keeps: not worth an fsync (milliseconds on some disks) on
+    // the first use of a kernel; a crash can at worst leave a torn file, which verification turns into a miss.
+    const bool durable = reason != StoreReason::kPromoted;
+    if (!failure) failure = durable ? file.sync() : file.close();
     if (!failure) hook(WriteStage::kSynced);
     if (!failure) failure = file.commit();
     if (failure) {
@@ -215,7 +218,7 @@ struct LocalStore::Impl {
     // The rename is durable only once the directory is synced. But the entry is
     // stored from the rename on, whole and loadable: a failed sync only risks
     // losing it to a crash, which costs a compile. So it is counted, not reported.
-    if (::fsync(dir.get()) != 0) count(kErrors);
+    if (durable && ::fsync(dir.get()) != 0) count(kErrors);
     hook(WriteStage::kRenamed);
     publish();
     return true;
