@@ -161,7 +161,10 @@ def main():
         prebuilt_layer_compiles_nothing(tool, env, "installed")
         moved = os.path.join(tmp, "moved")
         os.rename(prefix, moved)
-        prebuilt_layer_compiles_nothing(os.path.join(moved, "bin", "tropical"), env, "moved prefix")
+        # The tool's run path names the old prefix: the loader is told where the library went, and the
+        # library finds its layer relative to itself.
+        moved_env = dict(env, LD_LIBRARY_PATH=os.path.join(moved, os.path.relpath(libdir, prefix)))
+        prebuilt_layer_compiles_nothing(os.path.join(moved, "bin", "tropical"), moved_env, "moved prefix")
         os.rename(moved, prefix)
 
         # 2. pkg-config: by hand, then from a meson project.
