@@ -26,8 +26,10 @@ class CliTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="tropical-cli-")
         self.cache = os.path.join(self.tmp, "cache")
-        self.env = dict(os.environ, TROPICAL_CACHE_DIR=self.cache)
-        for name in ["TROPICAL_CACHE_DISABLE", "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_NVRTC"]:
+        # TMPDIR: a fallback cache directory, if any, lands in the test's directory.
+        self.env = dict(os.environ, TROPICAL_CACHE_DIR=self.cache, TMPDIR=self.tmp)
+        for name in ["TROPICAL_CACHE_DISABLE", "TROPICAL_CACHE_MAX_SIZE", "TROPICAL_NVRTC", "TROPICAL_CACHE_LAYERS",
+                     "TROPICAL_LOG"]:
             self.env.pop(name, None)
 
     def tearDown(self):
@@ -58,7 +60,7 @@ class CliTest(unittest.TestCase):
 
     def test_help_lists_every_command_and_each_command_has_help(self):
         out = self.run_tropical("--help").stdout
-        for command in ["list", "warm", "stats", "clear", "compile", "gemm", "verify"]:
+        for command in ["list", "warm", "stats", "clear", "config", "compile", "gemm", "verify"]:
             self.assertIn(command, out)
             self.assertIn("usage: tropical " + command, self.run_tropical(command, "--help").stdout)
 
@@ -130,6 +132,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("not stored", proc.stderr)
         self.assertIn("storing failed", proc.stderr)
         self.assertIn("1 compiled", proc.stdout)
+        self.assertIn("1 not stored", proc.stdout)
         cache = self.env["TROPICAL_CACHE_DIR"]
         self.assertEqual([n for n in os.listdir(cache) if n.startswith(".tropical-tmp.")], [])
 
@@ -145,6 +148,7 @@ class CliTest(unittest.TestCase):
         self.assertNotIn(" sm_90: hit in", quiet, "no decision lines without TROPICAL_LOG")
         self.assertNotIn(" sm_90: miss", quiet, "no decision lines without TROPICAL_LOG")
         self.assertNotIn("tropical: warning", quiet)
+        self.assertNotIn("tropical: info", quiet, "silent without TROPICAL_LOG (progress lines aside)")
 
     def test_bad_cache_size_warns_and_uses_the_default(self):
         env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
@@ -265,11 +269,13 @@ class CliTest(unittest.TestCase):
         blocker = os.path.join(self.tmp, "file")
         with open(blocker, "w") as f:
             f.write("not a directory")
-        env = dict(self.env, TROPICAL_CACHE_DIR=os.path.join(blocker, "cache"))
+        # The fallback directory ($TMPDIR/tropical-<uid>) cannot be created either: memory only.
+        env = dict(self.env, TROPICAL_CACHE_DIR=os.path.join(blocker, "cache"), TMPDIR=blocker)
         proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER, env=env, code=1)
         self.assertIn("2 compiled", proc.stdout)
         self.assertIn("2 not stored", proc.stdout)
         self.assertIn("unusable", proc.stderr)
+        self.assertIn("memory only", proc.stderr)
         warnings = [l for l in proc.stderr.splitlines() if "warning" in l]
         self.assertEqual(len(warnings), 1, proc.stderr)
 

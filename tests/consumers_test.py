@@ -3,7 +3,10 @@ LD_LIBRARY_PATH anywhere:
 
 1. installed: `meson setup` + `meson install` into a temporary prefix (not
    searched by the loader); the installed files, the soname, and the installed
-   `tropical --version` and `tropical list`;
+   `tropical --version` and `tropical list`; with -Dprebuilt_archs=sm_90 (for
+   three cheap kernels, -Dprebuilt_kernels, so that CI stays quick): a user
+   with an empty cache compiles none of them, before and after the prefix is
+   moved (issue 14, test 4);
 2. pkg-config: a program compiled by hand with
    `c++ ... $(pkg-config --cflags --libs tropical)`, and a meson project
    (examples/installed) that finds it through pkg-config;
@@ -81,11 +84,30 @@ def copy_source_tree(dest):
             shutil.copy2(src, os.path.join(dest, rel))
 
 
+# Kernels of the prebuilt layer: cheap ones (tens of ms each to compile).
+PREBUILT = ["tropical_backward_a_maxplus_f32", "tropical_backward_b_maxplus_f32"]
+
+
+def prebuilt_layer_compiles_nothing(tool, env, where):
+    """A fresh cache directory, the installed layer: `warm` compiles none of PREBUILT."""
+    cache = tempfile.mkdtemp(prefix="tropical-fresh-")
+    try:
+        summary = output([tool, "warm", "--arch", "sm_90", *PREBUILT, "--cache-dir", cache], env=env)
+        check(f"{len(PREBUILT)} kernels, 0 compiled" in summary, f"{where}: the prebuilt layer was not used: {summary}")
+        stats = json.loads(output([tool, "stats", "--json", "--cache-dir", cache], env=env, echo=False))
+        layer = stats["tiers"][-1]
+        check(layer["kind"] == "layer" and layer["location"].endswith(os.path.join("share", "tropical", "cache"))
+              and layer["usable"] and layer["entries"] == len(PREBUILT), f"{where}: prebuilt layer: {layer}")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def installed(tmp, env):
     """Installs into tmp/prefix with the default (multiarch) libdir; returns (prefix, libdir)."""
     prefix = os.path.join(tmp, "prefix")
     build = os.path.join(tmp, "lib")
-    run(["meson", "setup", build, SOURCE, "--prefix", prefix, "-Dtests=false", "-Dbenchmarks=false"], env=env)
+    run(["meson", "setup", build, SOURCE, "--prefix", prefix, "-Dtests=false", "-Dbenchmarks=false",
+         "-Dprebuilt_archs=sm_90", "-Dprebuilt_kernels=" + ",".join(PREBUILT)], env=env)
     run(["meson", "install", "-C", build, "--quiet"], env=env)
     pcs = glob.glob(os.path.join(prefix, "**", "pkgconfig", "tropical.pc"), recursive=True)
     check(len(pcs) == 1, f"tropical.pc not installed under {prefix}")
@@ -134,6 +156,16 @@ def main():
         check(version.startswith("tropical "), f"installed tropical --version printed {version!r}")
         listing = output([tool, "list", "--arch", "sm_90"], env=env)
         check("tropical_gemm_maxplus_f32" in listing, "installed tropical list printed no catalog")
+        cache_layer = os.path.join(prefix, "share", "tropical", "cache")
+        check(len(glob.glob(os.path.join(cache_layer, "*.entry"))) == len(PREBUILT), "prebuilt layer not installed")
+        prebuilt_layer_compiles_nothing(tool, env, "installed")
+        moved = os.path.join(tmp, "moved")
+        os.rename(prefix, moved)
+        # The tool's run path names the old prefix: the loader is told where the library went, and the
+        # library finds its layer relative to itself.
+        moved_env = dict(env, LD_LIBRARY_PATH=os.path.join(moved, os.path.relpath(libdir, prefix)))
+        prebuilt_layer_compiles_nothing(os.path.join(moved, "bin", "tropical"), moved_env, "moved prefix")
+        os.rename(moved, prefix)
 
         # 2. pkg-config: by hand, then from a meson project.
         flags = shlex.split(output(["pkg-config", "--cflags", "--libs", "tropical"], env=env))

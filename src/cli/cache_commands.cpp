@@ -203,7 +203,7 @@ int cmd_warm(int argc, char** argv) {
                             : registry().disk().process_stats().errors > 0
                                 ? "storing failed (the reason is printed above)"
                                 : "the cache is too small (limit " + std::to_string(i.max_bytes) +
-                                      " bytes; see TROPICAL_CACHE_MAX_SIZE)";
+                                      " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)";
     std::fprintf(stderr, "tropical: %zu of %zu kernels for sm_%d are not stored in %s: %s\n", not_stored,
                  wanted, arch, i.dir.c_str(), why.c_str());
   }
@@ -215,7 +215,9 @@ int cmd_stats(int argc, char** argv) {
   if (args.help()) {
     print(
         "usage: tropical stats [--json | --zero]\n\n"
-        "Prints the disk cache's location, size and machine-wide counters, and per\n"
+        "Prints the disk cache's location, size and machine-wide counters, every tier\n"
+        "(primary, read-only layers: path, trusted or refused and why, entries, bytes,\n"
+        "hits), and per\n"
         "kernel the architectures it is cached for. --json: one object, fields in the\n"
         "README. --zero: sets the machine-wide counters to zero (entries stay).\n");
     return kExitOk;
@@ -238,12 +240,13 @@ int cmd_stats(int argc, char** argv) {
                  ", bytes read %" PRIu64 ", compile time %.1f ms, load time %.3f ms\n",
                  s.hits, s.misses, s.compiles, s.evictions, s.errors, s.bytes_written, s.bytes_read,
                  static_cast<double>(s.compile_ns) * 1e-6, static_cast<double>(s.load_ns) * 1e-6);
+  text += tiers_report(false);
   text += "per kernel (cached architectures, entry bytes):\n";
   std::string json =
       "{\"schema\": 1, \"cache\": {\"dir\": " + json_quote(i.dir.string()) +
       ", \"enabled\": " + (i.enabled ? "true" : "false") + ", \"entries\": " + std::to_string(i.entries) +
       ", \"bytes\": " + std::to_string(i.bytes) + ", \"max_bytes\": " + std::to_string(i.max_bytes) +
-      "}, \"machine\": " + stats_json(s) + ", \"kernels\": [";
+      "}, \"machine\": " + stats_json(s) + ", \"tiers\": " + tiers_report(true) + ", \"kernels\": [";
   std::size_t listed = 0;
   for (const auto& k : catalog::kInfo) {
     std::string line;

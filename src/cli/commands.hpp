@@ -19,6 +19,11 @@ int cmd_warm(int argc, char** argv);
 int cmd_stats(int argc, char** argv);
 /// `tropical clear`: removes every entry, or every arch's entries of the named kernels.
 int cmd_clear(int argc, char** argv);
+/// `tropical config`: prints the settings of <cache dir>/tropical.conf, one of them, or sets one.
+int cmd_config(int argc, char** argv);
+/// Every tier of the cache in lookup order: path, trusted or refused and why, entries, bytes, hits; a JSON
+/// array with json.
+std::string tiers_report(bool json);
 /// `tropical compile`: one NVRTC compile bypassing every cache, timed.
 int cmd_compile(int argc, char** argv);
 /// `tropical gemm`: one product on GPU 0, checked and timed.

@@ -1,13 +1,16 @@
-// The `tropical` command: list, warm, stats, clear, compile, gemm, verify, keygen.
+// The `tropical` command: list, warm, stats, clear, config, compile, gemm, verify, keygen.
 //
 // Exit codes: 0 success; 1 a check, compile, store or write to stdout failed;
 // 2 bad usage (nothing was changed); 3 a GPU, driver or NVRTC the command needs is missing.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "commands.hpp"
 #include "output.hpp"
@@ -26,20 +29,23 @@ const char* const kUsage =
     "  warm      compile kernels into the disk cache (no GPU needed, all cores)\n"
     "  stats     disk cache statistics, machine-wide (--json, --zero)\n"
     "  clear     remove every entry of the disk cache, or those of named kernels\n"
+    "  config    show or set the cache's settings (<cache dir>/tropical.conf)\n"
     "  compile   NVRTC-compile one kernel, bypassing the cache, and time it\n"
     "  gemm      run one product on GPU 0, check it, print cold/warm/hot timings\n"
     "  verify    run every kernel on GPU 0 against the CPU reference\n"
     "  keygen    write an ed25519 key pair for the fleet (Redis) cache\n"
     "\n"
-    "'tropical <command> --help' describes each; options take '--opt value' or\n"
+    "Every command takes --cache-dir DIR: the primary cache directory (overrides\n"
+    "TROPICAL_CACHE_DIR). 'tropical <command> --help' describes each; options take '--opt value' or\n"
     "'--opt=value'. Exit codes: 0 ok, 1 a check, compile, store or write failed,\n"
     "2 bad usage (nothing changed), 3 no GPU/driver/NVRTC for a command that needs one.\n";
 
 int run(int argc, char** argv) {
   using Command = int (*)(int, char**);
   const std::map<std::string_view, Command> commands = {
-      {"list", cmd_list},       {"warm", cmd_warm}, {"stats", cmd_stats},   {"clear", cmd_clear},
-      {"compile", cmd_compile}, {"gemm", cmd_gemm}, {"verify", cmd_verify}, {"keygen", cmd_keygen},
+      {"list", cmd_list},     {"warm", cmd_warm},       {"stats", cmd_stats}, {"clear", cmd_clear},
+      {"config", cmd_config}, {"compile", cmd_compile}, {"gemm", cmd_gemm},   {"verify", cmd_verify},
+      {"keygen", cmd_keygen},
   };
   if (argc < 2) {
     std::fputs(kUsage, stderr);
@@ -59,7 +65,38 @@ int run(int argc, char** argv) {
   if (command == commands.end()) {
     throw UsageError{"unknown command '" + std::string(first) + "' (see 'tropical --help')"};
   }
-  return command->second(argc - 2, argv + 2);
+  // --cache-dir applies to every command, so it is taken out before the command parses its own flags; the
+  // registry reads TROPICAL_CACHE_DIR when it is first used, after this.
+  std::vector<char*> rest;
+  std::string cache_dir;
+  bool seen = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      rest.insert(rest.end(), argv + i, argv + argc);
+      break;
+    }
+    if (arg != "--cache-dir" && !arg.starts_with("--cache-dir=")) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    if (seen) throw UsageError{"--cache-dir is given twice"};
+    seen = true;
+    if (arg == "--cache-dir") {
+      if (i + 1 >= argc) throw UsageError{"--cache-dir needs a value"};
+      cache_dir = argv[++i];
+    } else {
+      cache_dir = std::string(arg.substr(std::string_view("--cache-dir=").size()));
+    }
+    if (cache_dir.empty()) throw UsageError{"--cache-dir needs a directory"};
+  }
+  if (seen) {
+    std::error_code ignored;
+    const std::filesystem::path absolute = std::filesystem::absolute(cache_dir, ignored);
+    ::setenv("TROPICAL_CACHE_DIR", (absolute.empty() ? cache_dir : absolute.string()).c_str(), 1);
+  }
+  rest.push_back(nullptr);
+  return command->second(static_cast<int>(rest.size() - 1), rest.data());
 }
 
 }  // namespace

@@ -73,6 +73,11 @@ std::optional<Failure> AtomicFile::sync() {
   return std::nullopt;
 }
 
+std::optional<Failure> AtomicFile::close() {
+  if (const int error = fd_.close(); error != 0) return Failure{"closing a temporary file", error};
+  return std::nullopt;
+}
+
 std::optional<Failure> AtomicFile::commit() {
   if (::renameat(dir_, temp_name_.c_str(), dir_, final_name_.c_str()) != 0) {
     return Failure{"renaming a file into place", errno};

@@ -1,8 +1,11 @@
 #include "tropical/jit/storage/config.hpp"
 
+#include "tropical/jit/storage/config_file.hpp"
+
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -95,6 +98,24 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) n
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }
 
+std::vector<std::filesystem::path> parse_layers(std::string_view text, std::string_view source) {
+  std::vector<std::filesystem::path> layers;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(':'), text.size());
+    const std::string_view item = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (item.empty()) continue;
+    if (item.front() != '/') {
+      warn_once(Problem::kBadSetting, std::string(source) + " " + std::string(item),
+                "tropical: warning: " + printable(source) + ": layer '" + printable(item) +
+                    "' is not an absolute path; skipped\n");
+      continue;
+    }
+    layers.emplace_back(item);
+  }
+  return layers;
+}
+
 CacheConfig CacheConfig::from_env() {
   CacheConfig config;
   if (const auto dir = env("TROPICAL_CACHE_DIR"); !dir.empty()) {
@@ -107,6 +128,27 @@ CacheConfig CacheConfig::from_env() {
   } else if (const auto home = home_directory(); !home.empty()) {
     config.dir = home / ".cache" / "tropical";
   }
+  // The file is read after the directory is known, and only for what the environment leaves unset.
+  if (!config.dir.empty()) config.file = ConfigFile::load(config.dir);
+  const ConfigFile& file = config.file;
+  const std::string file_name = (config.dir / kConfigFileName).string();
+  if (const auto size = file.get("max_size"); size && env("TROPICAL_CACHE_MAX_SIZE").empty()) {
+    if (const auto bytes = parse_size(*size)) {
+      config.max_bytes = *bytes;
+    } else {
+      warn_once(Problem::kBadSetting, file_name + " max_size",
+                "tropical: warning: " + printable(file_name) + ": max_size '" + printable(*size) +
+                    "' is not a size; using the default 1G\n");
+    }
+  }
+  if (const char* layers = std::getenv("TROPICAL_CACHE_LAYERS"); layers != nullptr) {
+    config.layers = parse_layers(layers, "TROPICAL_CACHE_LAYERS");
+  } else if (const auto listed = file.get("layers")) {
+    config.layers = parse_layers(*listed, file_name);
+  }
+  const auto tmp = env("TMPDIR");
+  config.fallback_dir = std::filesystem::path(!tmp.empty() && tmp.front() == '/' ? tmp : "/tmp") /
+                        ("tropical-" + std::to_string(::geteuid()));
   if (const auto size = env("TROPICAL_CACHE_MAX_SIZE"); !size.empty()) {
     static_assert(kDefaultCacheMaxBytes == 1ull << 30, "the warning names the default");
     if (const auto bytes = parse_size(size)) {

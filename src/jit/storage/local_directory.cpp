@@ -2,12 +2,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <map>
+#include <mutex>
 
 #include "tropical/jit/storage/atomic_file.hpp"
 #include "tropical/jit/storage/entry.hpp"
@@ -79,6 +84,10 @@ Directory open_directory(const std::filesystem::path& dir) {
     out.unusable = Failure{"opening the directory", errno};
   } else if (::fstat(out.fd.get(), &st) != 0) {
     out.unusable = Failure{"checking the directory", errno};
+  } else if ((st.st_mode & S_ISGID) != 0 && (st.st_mode & S_IWGRP) != 0 && (st.st_mode & S_IWOTH) == 0 &&
+             (st.st_uid == ::geteuid() || uid_in_group(::geteuid(), st.st_gid))) {
+    out.team = true;
+    out.group = st.st_gid;
   } else if (st.st_uid != ::geteuid()) {
     out.unusable = Failure{"the directory belongs to another user", EPERM};
   } else if ((st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && (st.st_mode & S_ISGID) == 0)) {
@@ -88,8 +97,89 @@ Directory open_directory(const std::filesystem::path& dir) {
                   std::string((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
                   mode_text(st.st_mode) + ") and is not a setgid team directory";
   }
-  if (out.unusable) out.fd.reset();
+  if (out.unusable) {
+    out.fd.reset();
+  } else {
+    out.network = network_file_system(out.fd.get());
+  }
   return out;
+}
+
+std::optional<std::string> refuse_entry(const struct stat& st, bool team, gid_t group) {
+  const bool own = st.st_uid == ::geteuid();
+  if (!own && !(team && uid_in_group(st.st_uid, group)))
+    return "entry owned by uid " + std::to_string(st.st_uid) + (team ? ", not a member of the team" : "");
+  const mode_t mode = st.st_mode & 07777;
+  if (mode != 0600 && !(team && mode == 0640))
+    return "entry with mode " + mode_text(mode) + (team ? " (want 0600 or 0640)" : " (want 0600)");
+  return std::nullopt;
+}
+
+std::string stats_file_name(bool team, const std::string& network) {
+  // append(), not operator+: GCC 12 -O3 reports a false -Wrestrict for "." + string.
+  std::string name = "tropical";
+  if (team) name.append(1, '.').append(std::to_string(::geteuid()));
+  if (!network.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+      for (char* c = host; *c != '\0'; ++c) {
+        if (*c == '/') *c = '_';
+      }
+      name.append(1, '.').append(host);
+    }
+  }
+  return name + ".stats";
+}
+
+bool uid_in_group(uid_t uid, gid_t gid) {
+  static std::mutex mutex;
+  static std::map<std::pair<uid_t, gid_t>, bool> known;
+  std::lock_guard lock(mutex);
+  if (const auto it = known.find({uid, gid}); it != known.end()) return it->second;
+  bool member = false;
+  std::vector<char> buffer(1 << 16);
+  passwd user{};
+  passwd* found_user = nullptr;
+  if (::getpwuid_r(uid, &user, buffer.data(), buffer.size(), &found_user) == 0 && found_user != nullptr) {
+    member = user.pw_gid == gid;
+    const std::string name = user.pw_name;
+    std::vector<char> group_buffer(1 << 16);
+    group entry{};
+    group* found = nullptr;
+    if (!member && ::getgrgid_r(gid, &entry, group_buffer.data(), group_buffer.size(), &found) == 0 &&
+        found != nullptr) {
+      for (char** m = entry.gr_mem; m != nullptr && *m != nullptr && !member; ++m) member = name == *m;
+    }
+  }
+  known[{uid, gid}] = member;
+  return member;
+}
+
+std::string network_file_system(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return "";
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x6969:
+      return "nfs";
+    case 0x517B:
+      return "smb";
+    case 0xFE534D42:
+      return "smb2";
+    case 0xFF534D42:
+      return "cifs";
+    case 0x65735546:
+      return "fuse";
+    case 0x00C36400:
+      return "ceph";
+    case 0x5346414F:
+      return "afs";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x47504653:
+      return "gpfs";
+    default:
+      return "";
+  }
 }
 
 std::vector<EntryFile> list_entries(int dir_fd) {

@@ -2,6 +2,7 @@
 
 // The local store's directory policy and housekeeping (not installed).
 
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cstdint>
@@ -27,12 +28,30 @@ struct Directory {
   Fd fd;                               ///< the directory; invalid if unusable
   std::optional<Failure> unusable;     ///< why it cannot be used at all
   std::optional<std::string> refused;  ///< why it must not be written (group/other-writable), or none
+  bool team = false;                   ///< a setgid group directory (2770) of a group this user is in
+  gid_t group = 0;                     ///< the directory's group
+  std::string network;                 ///< the network file system it is on ("nfs", "cifs", ...), or ""
 };
 
+/// True if uid's primary group is gid or its user is listed as a member of gid (cached; thread-safe).
+bool uid_in_group(uid_t uid, gid_t gid);
+
+/// The network file system the open file fd is on ("nfs", "smb", "cifs", "fuse", ...), or "" if local.
+std::string network_file_system(int fd);
+
 /// Creates dir (and missing parents, 0700 whatever the umask) if needed, opens it and applies the policy:
-/// another user's directory is unusable; one writable by others, or by its group without the setgid bit,
-/// is refused for writing.
+/// a setgid, group-writable, not world-writable directory of a group this user is in is a team directory;
+/// any other directory of another user is unusable; one writable by others, or by its group without the
+/// setgid bit, is refused for writing.
 Directory open_directory(const std::filesystem::path& dir);
+
+/// Why an entry file with status st must not be read, or nullopt: it must be a regular file of this user,
+/// mode 0600 (or 0640 in a team directory, where an entry of a member of group is accepted too).
+std::optional<std::string> refuse_entry(const struct stat& st, bool team, gid_t group);
+
+/// The statistics file's name: per user in a team directory, per host on a network file system (counters
+/// are read-modify-written under an fcntl lock, which hosts sharing a file system need not honour alike).
+std::string stats_file_name(bool team, const std::string& network);
 
 /// An entry file of this user: its name, size and modification time.
 struct EntryFile {

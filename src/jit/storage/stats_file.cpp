@@ -60,14 +60,16 @@ CacheStats to_stats(const CounterValues& v) noexcept {
 
 StatsFile::~StatsFile() { close_file(); }
 
-std::optional<Failure> StatsFile::open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode) {
+std::optional<Failure> StatsFile::open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode,
+                                       std::string name) {
   dir_ = dir_fd;
+  name_ = std::move(name);
   max_wait_ = max_wait;
   failure_.reset();
   if (auto failure = open_existing(); !failure || failure->error != ENOENT) return failure;
   // Created whole (magic and zeros, then linked into place), so that no
   // process ever sees a statistics file without its header.
-  AtomicFile file(dir_fd, kName);
+  AtomicFile file(dir_fd, name_);
   const Record zeros = encode({});
   std::optional<Failure> made = file.create(mode);
   if (!made) made = file.write(zeros.data(), zeros.size());
@@ -78,15 +80,14 @@ std::optional<Failure> StatsFile::open(int dir_fd, std::chrono::milliseconds max
 }
 
 std::optional<Failure> StatsFile::open_existing() {
-  Fd fd(::openat(dir_, kName, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  Fd fd(::openat(dir_, name_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd.valid()) return Failure{"opening the statistics file", errno};
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Failure{"checking the statistics file", errno};
   Record record{};
   if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_size != static_cast<off_t>(kRecordSize) ||
       read_at(fd.get(), record.data(), record.size(), 0) != 0 || !decode(record)) {
-    return Failure{std::string("the statistics file ") + kName + " is not one of this user and layout",
-                   EPROTO};
+    return Failure{"the statistics file " + name_ + " is not one of this user and layout", EPROTO};
   }
   fd_ = std::move(fd);
   dev_ = st.st_dev;
@@ -118,7 +119,7 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
   // Replaced by someone: count into the file that has the name now, if it is
   // one of ours. Removed (the whole directory, say): keep the file we have open.
   struct stat named {};
-  if (::fstatat(dir_, kName, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+  if (::fstatat(dir_, name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
       (named.st_dev != dev_ || named.st_ino != ino_)) {
     close_file();
     if (auto failure = open_existing()) {
@@ -178,9 +179,10 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
   return done;
 }
 
-std::optional<Failure> StoreCounters::open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode) {
+std::optional<Failure> StoreCounters::open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode,
+                                           std::string name) {
   std::lock_guard lock(mutex_);
-  auto failure = file_.open(dir_fd, max_wait, mode);
+  auto failure = file_.open(dir_fd, max_wait, mode, std::move(name));
   machine_wide_ = !failure;
   return failure;
 }

@@ -1,10 +1,12 @@
 #include "tropical/jit/storage/tiers.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 #include "tropical/jit/storage/io.hpp"
 #include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/jit/storage/layer_store.hpp"
 
 namespace tropical::jit {
 namespace {
@@ -156,12 +158,44 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
   return std::nullopt;
 }
 
-Tiers::Tiers(const CacheConfig& config) : Tiers(std::make_unique<LocalStore>(config), {}, config.log) {
+namespace {
+
+// The read-only layers config names, in order: TROPICAL_CACHE_LAYERS (or the file's `layers`), then the
+// configured primary when it could not store and the fallback is used (its entries are still good), then the
+// install's prebuilt layer. A directory already in the list, or the primary itself, is not searched twice.
+std::vector<std::unique_ptr<Store>> layers_of(const CacheConfig& config, const LocalStore& primary) {
+  std::vector<std::unique_ptr<Store>> layers;
+  std::vector<std::filesystem::path> seen = {primary.config().dir.lexically_normal()};
+  const auto add = [&](const std::filesystem::path& dir, bool quiet) {
+    const std::filesystem::path normal = dir.lexically_normal();
+    if (dir.empty() || std::find(seen.begin(), seen.end(), normal) != seen.end()) return;
+    seen.push_back(normal);
+    layers.push_back(std::make_unique<LayerStore>(dir, config.log, quiet));
+  };
+  for (const auto& dir : config.layers) add(dir, false);
+  if (!primary.fell_back_from().empty()) add(primary.fell_back_from(), true);
+  // Not installed (a build tree, a package built without -Dprebuilt_archs): no tier at all.
+  std::error_code ignored;
+  if (const auto prebuilt = prebuilt_layer_dir();
+      config.prebuilt_layer && std::filesystem::is_directory(prebuilt, ignored))
+    add(prebuilt, true);
+  return layers;
+}
+
+}  // namespace
+
+Tiers::Tiers(const CacheConfig& config) : log_(config.log) {
+  primary_ = std::make_unique<LocalStore>(config);
+  others_ = config.enabled ? layers_of(config, *primary_) : std::vector<std::unique_ptr<Store>>{};
+  order_.push_back(primary_.get());
+  for (const auto& tier : others_) order_.push_back(tier.get());
   // The fleet tier, last (after the layers). Settings: the environment; a tropical.conf lookup
   // (environment first) replaces remote::environment_settings() here.
-  if (auto fleet = remote::make_remote_tier(config, remote::environment_settings())) {
-    others_.push_back(std::move(fleet));
-    order_.push_back(others_.back().get());
+  if (config.enabled) {
+    if (auto fleet = remote::make_remote_tier(config, remote::environment_settings())) {
+      others_.push_back(std::move(fleet));
+      order_.push_back(others_.back().get());
+    }
   }
 }
 

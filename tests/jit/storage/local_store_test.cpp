@@ -1295,6 +1295,11 @@ TEST_F(LocalStoreTest, group_writable_directory_is_refused_unless_it_is_a_setgid
   team.get_or_compile(make_key(1), [] { return make_image(1); });
   EXPECT_TRUE(team.enabled());
   EXPECT_TRUE(fs::exists(team.entry_path(make_key(1))));
+  // Group-readable, so that the team's other members can read it; read back by a new store.
+  EXPECT_EQ(fs::status(team.entry_path(make_key(1))).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  LocalStore again(config());
+  EXPECT_TRUE(again.load(make_key(1)));
 }
 
 TEST_F(LocalStoreTest, foreign_temporary_statistics_and_lock_files_are_never_touched) {

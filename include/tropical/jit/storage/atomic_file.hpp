@@ -35,6 +35,9 @@ class AtomicFile {
   std::optional<Failure> write(const void* data, std::size_t size);
   /// fsync and close: the data is on disk before the name can point at it.
   std::optional<Failure> sync();
+  /// Close without fsync: for a copy whose loss in a crash costs only another copy (a promoted layer entry,
+  /// verified on every read, so a torn file is a miss, never a wrong image).
+  std::optional<Failure> close();
   /// Atomically replaces whatever has the final name (an old, bad or foreign entry).
   std::optional<Failure> commit();
   /// Puts the file under the final name only if nothing has that name (link, then the temporary name is

@@ -24,11 +24,16 @@ struct CacheInfo {
 
 /// The primary tier: a directory of entries shared by every process of the user on the machine.
 ///
-/// Directory policy: created 0700 if missing; an existing directory of another user is not used; one writable
-/// by others, or by its group without the setgid bit of a team directory, is read (every entry verified) but
-/// never written, with one warning. Entries are 0600 files of this user, written through a temporary file
-/// (kTempPrefix), fsync and rename; the library removes only entries of this user, and only temporary files
-/// of its own name pattern older than an hour. Size limit: least recently used entries go first.
+/// Directory policy: created 0700 if missing; an existing directory of another user is not used, unless it is
+/// a team directory (setgid, group-writable, not world-writable, of a group this user is in): there entries
+/// are written 0640 and those of the group's members are read (whoever can write the directory can plant
+/// code); one writable by others, or by its group without the setgid bit, is read (every entry verified) but
+/// never written, with one warning. A directory that cannot be created or written falls back to
+/// config.fallback_dir (private, 0700, checked owner) if set, then to memory only, with one warning. On a
+/// network file system the statistics file is per host. Entries are 0600 files of this user, written through
+/// a temporary file (kTempPrefix), fsync and rename; the library removes only entries of this user, and only
+/// temporary files of its own name pattern older than an hour. Size limit: least recently used entries go
+/// first.
 ///
 /// Single flight: one lock file per stripe of 256 (locks/tropical-XX.lock, magic header), an fcntl lock after
 /// a process mutex; a waiter gives up after config.lock_timeout, compiles on its own without storing, and
@@ -91,8 +96,12 @@ class LocalStore final : public Store {
   bool enabled() const noexcept;
   /// The file that holds (or would hold) the entry for key.
   std::filesystem::path entry_path(const CacheKey& key) const;
-  /// The configuration this store was opened with.
+  /// The configuration this store was opened with (dir is the fallback directory when one is used).
   const CacheConfig& config() const noexcept;
+  /// The configured directory when it could not store and the fallback is used instead, else empty.
+  const std::filesystem::path& fell_back_from() const noexcept;
+  /// See Store::describe: read-write, read-only or unusable and why; this user's entries; machine-wide hits.
+  TierInfo describe() const override;
 
  private:
   struct Impl;

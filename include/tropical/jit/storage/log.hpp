@@ -28,6 +28,8 @@ enum class Problem {
   kBadSetting,      ///< an environment variable's value is malformed
   kBadLockFile,     ///< one lock stripe's file is unusable: that stripe compiles without storing
   kLockTimeout,     ///< a lock holder did not finish within the bound
+  kLayerRefused,    ///< a read-only layer is missing, untrusted or unreadable
+  kFallback,        ///< the primary directory cannot store: another one (or memory) is used
 };
 
 /// Writes line (a whole line, newline included) to stderr unless (problem, subject) was reported before in

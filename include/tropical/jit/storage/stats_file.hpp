@@ -64,9 +64,11 @@ class StatsFile {
   StatsFile(const StatsFile&) = delete;
   StatsFile& operator=(const StatsFile&) = delete;
 
-  /// Opens kName in the directory open on dir_fd, creating it whole if absent (mode as given); waits for the
+  /// Opens name (kName unless a per-user or per-host name is wanted) in the directory open on dir_fd,
+  /// creating it whole if absent (mode as given); waits for the
   /// lock at most max_wait in later calls. Returns what failed (then the object stays unusable).
-  std::optional<Failure> open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode = 0600);
+  std::optional<Failure> open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode = 0600,
+                              std::string name = kName);
   /// True while the file is usable.
   bool valid() const noexcept { return fd_.valid(); }
   /// Adds deltas; false if the lock could not be taken in time (nothing added: retry later) or the file
@@ -86,6 +88,7 @@ class StatsFile {
   void close_file() noexcept;
 
   int dir_ = -1;
+  std::string name_ = kName;
   Fd fd_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
@@ -99,7 +102,8 @@ class StatsFile {
 class StoreCounters {
  public:
   /// Opens the statistics file (see StatsFile::open); without it, only process counters are kept.
-  std::optional<Failure> open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode = 0600);
+  std::optional<Failure> open(int dir_fd, std::chrono::milliseconds max_wait, mode_t mode = 0600,
+                              std::string name = StatsFile::kName);
   /// Adds n to counter, for the process and (at the next publish) the machine.
   void count(Counter counter, std::uint64_t n = 1) noexcept;
   /// Adds what was counted since the last publish to the file. Returns why machine-wide counting stopped,

@@ -65,6 +65,19 @@ struct FlightResult {
   std::string why;               ///< for kTimedOut and kNone, for the decision log
 };
 
+/// What `tropical stats` shows of one tier.
+struct TierInfo {
+  std::string kind;           ///< "local", "layer", "remote", ...
+  std::string location;       ///< a directory, a URL
+  bool usable = false;        ///< false if refused, missing or unreachable
+  bool writable = false;      ///< true if the tier stores entries
+  std::string status;         ///< "read-write", "trusted (read-only)", "refused: <why>", ...
+  std::uint64_t entries = 0;  ///< entries present (0 if unknown)
+  std::uint64_t bytes = 0;    ///< their total size
+  std::uint64_t hits = 0;     ///< hits served (this process, or machine-wide where the tier keeps them)
+  std::uint64_t misses = 0;   ///< walks that found nothing here (same scope as hits)
+};
+
 /// One tier of the cache: memory-backed, a local directory, a read-only layer, a remote. The registry's
 /// walk (tiers.hpp) asks the tiers in order and never needs to know which kind each is. Implementations are
 /// thread-safe and never throw for what their storage holds; a broken tier degrades to missing, with at
@@ -93,6 +106,14 @@ class Store {
   virtual void count_miss(bool bad) = 0;
   /// Counts one compile of compile_ns nanoseconds made to fill a miss of this tier.
   virtual void count_compile(std::uint64_t compile_ns) = 0;
+  /// What the tier is and holds, for `tropical stats` (may list a directory); default: its name only.
+  virtual TierInfo describe() const {
+    TierInfo info;
+    info.kind = name();
+    info.usable = true;
+    info.writable = can_store();
+    return info;
+  }
 };
 
 }  // namespace tropical::jit

@@ -32,11 +32,12 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
                                            ImageParts parts = ImageParts::kCubin);
 
 /// The persistent tiers below the registry's in-memory images, in lookup order: the local directory (the
-/// primary, read-write), then the fleet tier when TROPICAL_REMOTE_CACHE configures one. Read-only layers and
-/// the remote are appended here by the configuration, never by the registry. Thread-safe.
+/// primary, read-write), then the read-only layers (config.layers, the configured primary if it fell back,
+/// the install's prebuilt layer), then the fleet tier when TROPICAL_REMOTE_CACHE configures one; they are
+/// appended here by the configuration, never by the registry. Thread-safe.
 class Tiers {
  public:
-  /// The tiers config describes.
+  /// The tiers config describes (no layers when the cache is disabled).
   explicit Tiers(const CacheConfig& config);
   /// primary first, then the others in lookup order (for tests and embedders).
   Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log);

@@ -1,0 +1,117 @@
+// `tropical config` (the cache's settings file) and the per-tier part of `tropical stats`.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "commands.hpp"
+#include "output.hpp"
+#include "tropical/jit/storage/config_file.hpp"
+#include "tropical/tropical.hpp"
+
+namespace tropical::cli {
+
+namespace {
+
+/// The environment variable that overrides key, or nullptr.
+const char* variable_of(const std::string& key) {
+  if (key == "max_size") return "TROPICAL_CACHE_MAX_SIZE";
+  if (key == "layers") return "TROPICAL_CACHE_LAYERS";
+  return nullptr;
+}
+
+/// Throws UsageError unless value is valid for key.
+void check_value(const std::string& key, const std::string& value) {
+  if (key == "max_size" && !jit::parse_size(value))
+    throw UsageError{"max_size wants a size such as 10G, 512M or 1073741824, not '" + value + "'"};
+  if (key == "layers") {
+    std::string_view rest = value;
+    while (!rest.empty()) {
+      const std::size_t end = std::min(rest.find(':'), rest.size());
+      if (end != 0 && rest.front() != '/')
+        throw UsageError{"layers wants absolute directories separated by ':', not '" + value + "'"};
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
+  }
+}
+
+std::string note_override(const std::string& key) {
+  const char* variable = variable_of(key);
+  const char* value = variable != nullptr ? std::getenv(variable) : nullptr;
+  return value != nullptr ? std::string("  (overridden by ") + variable + "=" + value + ")" : "";
+}
+
+}  // namespace
+
+int cmd_config(int argc, char** argv) {
+  const Args args("config", argc, argv, {}, {"--unset"}, 2);
+  if (args.help()) {
+    print(
+        "usage: tropical config [KEY [VALUE]]\n"
+        "       tropical config --unset KEY\n\n"
+        "Shows or sets the settings stored with the cache, in <cache dir>/tropical.conf:\n"
+        "  max_size  the size limit of the cache (e.g. 10G); env TROPICAL_CACHE_MAX_SIZE\n"
+        "  layers    read-only cache layers, DIR[:DIR...]; env TROPICAL_CACHE_LAYERS\n"
+        "Without arguments prints every setting of the file; with KEY, its value (exit 1\n"
+        "if unset); with KEY VALUE, sets it (the file is replaced atomically). The\n"
+        "environment overrides the file. Unknown keys already in the file are kept.\n");
+    return kExitOk;
+  }
+  const std::vector<std::string>& words = args.words();
+  const bool unset = args.has("--unset");
+  if (unset && words.size() != 1) throw UsageError{"config --unset wants one key"};
+  if (!words.empty() && !jit::is_known_config_key(words[0]))
+    throw UsageError{"unknown key '" + words[0] + "' (known: layers, max_size)"};
+  // The configured directory, not a fallback: the settings belong to it.
+  const std::filesystem::path dir = jit::CacheConfig::from_env().dir;
+  if (dir.empty()) throw UsageError{"no cache directory (set --cache-dir, TROPICAL_CACHE_DIR or HOME)"};
+  jit::ConfigFile file = jit::ConfigFile::load(dir);
+  if (words.empty()) {
+    std::string text = "# " + (dir / jit::kConfigFileName).string() + "\n";
+    for (const auto& [key, value] : file.values()) text += key + " = " + value + note_override(key) + "\n";
+    print(text);
+    return kExitOk;
+  }
+  const std::string& key = words[0];
+  if (words.size() == 1 && !unset) {
+    const auto value = file.get(key);
+    if (!value) return kExitFailed;
+    print(*value + "\n");
+    return kExitOk;
+  }
+  if (!unset) check_value(key, words[1]);
+  file.set(key, unset ? std::nullopt : std::optional<std::string>(words[1]));
+  (void)info();  // creates the directory (0700) if it is missing
+  if (const auto failure = file.save(dir)) {
+    std::fprintf(stderr, "tropical: cannot write %s: %s\n", (dir / jit::kConfigFileName).c_str(),
+                 failure->reason().c_str());
+    return kExitFailed;
+  }
+  print((unset ? "unset " + key : key + " = " + words[1]) + " in " + (dir / jit::kConfigFileName).string() +
+        note_override(key) + "\n");
+  return kExitOk;
+}
+
+std::string tiers_report(bool json) {
+  std::string out = json ? "[" : "tiers (in lookup order):\n";
+  bool first = true;
+  for (jit::Store* tier : registry().tiers().list()) {
+    const jit::TierInfo t = tier->describe();
+    if (json) {
+      out += std::string(first ? "" : ", ") + "{\"kind\": " + json_quote(t.kind) +
+             ", \"location\": " + json_quote(t.location) + ", \"usable\": " + (t.usable ? "true" : "false") +
+             ", \"writable\": " + (t.writable ? "true" : "false") + ", \"status\": " + json_quote(t.status) +
+             ", \"entries\": " + std::to_string(t.entries) + ", \"bytes\": " + std::to_string(t.bytes) +
+             ", \"hits\": " + std::to_string(t.hits) + ", \"misses\": " + std::to_string(t.misses) + "}";
+    } else {
+      char line[160];
+      std::snprintf(line, sizeof line, "    %" PRIu64 " entries, %" PRIu64 " bytes, %" PRIu64 " hits\n",
+                    t.entries, t.bytes, t.hits);
+      out += "  " + t.kind + " " + t.location + ": " + t.status + "\n" + line;
+    }
+    first = false;
+  }
+  return out + (json ? "]" : "");
+}
+
+}  // namespace tropical::cli

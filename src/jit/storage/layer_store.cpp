@@ -1,0 +1,152 @@
+#include "tropical/jit/storage/layer_store.hpp"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+
+#include "local_directory.hpp"
+#include "tropical/jit/storage/entry.hpp"
+#include "tropical/jit/storage/io.hpp"
+
+namespace tropical::jit {
+namespace {
+
+bool trusted_owner(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
+
+}  // namespace
+
+struct LayerStore::Impl {
+  std::filesystem::path dir;
+  std::string name;
+  LogLevel log;
+  Fd fd;  // invalid when missing or refused
+  std::string status;
+  std::atomic<std::uint64_t> hits{0};
+  std::atomic<std::uint64_t> misses{0};
+
+  Impl(std::filesystem::path d, LogLevel l, bool quiet)
+      : dir(std::move(d)), name("layer " + dir.string()), log(l) {
+    Fd opened(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st {};
+    if (!opened.valid()) {
+      status = "refused: " + error_text(errno);
+    } else if (::fstat(opened.get(), &st) != 0) {
+      status = "refused: checking the directory: " + error_text(errno);
+    } else if (!trusted_owner(st.st_uid)) {
+      status = "refused: owned by uid " + std::to_string(st.st_uid) + ", neither root nor this user";
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      // Whoever can write the directory can plant entries: executable code.
+      status = std::string("refused: writable by ") + ((st.st_mode & S_IWOTH) != 0 ? "others" : "its group");
+    } else {
+      fd = std::move(opened);
+      status = "trusted (read-only)";
+      return;
+    }
+    if (quiet) return;
+    warn_once(Problem::kLayerRefused, dir.string(),
+              "tropical: warning: cache layer " + dir.string() + " " + status + "; not used\n");
+  }
+
+  Lookup read(const StoreKey& key, ImageParts parts) {
+    if (!fd.valid()) return Lookup{std::nullopt, Miss::kUnavailable, status};
+    const std::string file = key.digest + std::string(local::kEntrySuffix);
+    Fd entry(::openat(fd.get(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!entry.valid()) {
+      if (errno == ENOENT) return Lookup{};
+      return Lookup{std::nullopt, Miss::kRefused, "opening the entry: " + error_text(errno)};
+    }
+    struct stat st {};
+    if (::fstat(entry.get(), &st) != 0 || !S_ISREG(st.st_mode))
+      return Lookup{std::nullopt, Miss::kRefused, "not a regular file under the entry's name"};
+    if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+      return Lookup{std::nullopt, Miss::kRefused,
+                    "entry owned by uid " + std::to_string(st.st_uid) + " or writable by others"};
+    EntryRead read = read_entry(entry.get(), static_cast<std::uint64_t>(st.st_size), key.serialized, parts);
+    switch (read.status) {
+      case EntryStatus::kOk:
+        hits.fetch_add(1, std::memory_order_relaxed);
+        return Lookup{std::move(read.image), Miss::kNoEntry, {}};
+      case EntryStatus::kTooLarge:
+        return Lookup{std::nullopt, Miss::kTooLarge, "entry over the size bound"};
+      case EntryStatus::kCorrupt:
+        return Lookup{std::nullopt, Miss::kCorrupt,
+                      "corrupt entry (truncated, extended or a checksum mismatch)"};
+      case EntryStatus::kOtherFormat:
+        return Lookup{std::nullopt, Miss::kOtherFormat, "entry of another format version"};
+      case EntryStatus::kOtherKey:
+        return Lookup{std::nullopt, Miss::kOtherKey, "entry of another key under this key's name"};
+    }
+    return Lookup{std::nullopt, Miss::kCorrupt, "unknown entry status"};
+  }
+};
+
+LayerStore::LayerStore(std::filesystem::path dir, LogLevel log, bool quiet)
+    : impl_(std::make_unique<Impl>(std::move(dir), log, quiet)) {}
+
+LayerStore::~LayerStore() = default;
+
+const std::string& LayerStore::name() const noexcept { return impl_->name; }
+
+Lookup LayerStore::lookup(const StoreKey& key, ImageParts parts) { return impl_->read(key, parts); }
+
+bool LayerStore::store(const StoreKey& key, const CompiledImage& image, StoreReason reason) {
+  (void)key, (void)image, (void)reason;
+  return false;
+}
+
+void LayerStore::count_miss(bool bad) {
+  (void)bad;
+  impl_->misses.fetch_add(1, std::memory_order_relaxed);
+}
+
+TierInfo LayerStore::describe() const {
+  TierInfo info;
+  info.kind = "layer";
+  info.location = impl_->dir.string();
+  info.usable = impl_->fd.valid();
+  info.status = impl_->status;
+  info.hits = impl_->hits.load();
+  info.misses = impl_->misses.load();
+  if (!info.usable) return info;
+  const int fd = ::openat(impl_->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* listing = fd >= 0 ? ::fdopendir(fd) : nullptr;
+  if (listing == nullptr) {
+    if (fd >= 0) ::close(fd);
+    return info;
+  }
+  while (const dirent* item = ::readdir(listing)) {
+    struct stat st {};
+    if (local::is_entry_name(item->d_name) && ::fstatat(fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
+      ++info.entries;
+      info.bytes += static_cast<std::uint64_t>(st.st_size);
+    }
+  }
+  ::closedir(listing);
+  return info;
+}
+
+bool LayerStore::trusted() const noexcept { return impl_->fd.valid(); }
+
+const std::filesystem::path& LayerStore::dir() const noexcept { return impl_->dir; }
+
+std::filesystem::path prebuilt_layer_dir() {
+#ifdef TROPICAL_PREBUILT_RELATIVE
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&prebuilt_layer_dir), &info) == 0 || info.dli_fname == nullptr)
+    return {};
+  const std::filesystem::path library(info.dli_fname);
+  if (!library.is_absolute()) return {};
+  return (library.parent_path() / TROPICAL_PREBUILT_RELATIVE).lexically_normal();
+#else
+  return {};
+#endif
+}
+
+}  // namespace tropical::jit

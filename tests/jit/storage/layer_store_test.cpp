@@ -1,0 +1,148 @@
+// Read-only layers: trusted only when owned by root or this user and not writable by group or others,
+// every entry verified, hits copied into the primary, never written; the fallback primary.
+#include "tropical/jit/storage/layer_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "test_support.hpp"
+#include "tropical/jit/storage/tiers.hpp"
+
+namespace tropical::jit {
+namespace {
+
+using namespace test;
+
+class LayerStoreTest : public LocalStoreTest {
+ protected:
+  // A layer holding make_image(i) for each i, warmed through a local store, then made read-only.
+  fs::path warmed_layer(std::initializer_list<int> keys) {
+    CacheConfig c;
+    c.dir = root_ / "layer";
+    {
+      LocalStore warm(c);
+      for (int i : keys) warm.get_or_compile(make_key(i), [&] { return make_image(i); });
+    }
+    ::chmod(c.dir.c_str(), 0555);
+    return c.dir;
+  }
+
+  CacheConfig with_layer(const fs::path& layer) const {
+    CacheConfig c = config();
+    c.layers = {layer};
+    c.prebuilt_layer = false;
+    return c;
+  }
+};
+
+TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_nothing) {
+  const fs::path layer = warmed_layer({1, 2});
+  Tiers tiers(with_layer(layer));
+  ASSERT_EQ(tiers.list().size(), 2u);
+  bool compiled = true;
+  const CompiledImage image = tiers.get_or_compile(
+      make_key(1), [] { return make_image(99); }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(image.cubin, make_image(1).cubin);
+  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
+  EXPECT_FALSE(fs::exists(tiers.primary().entry_path(make_key(2))));
+  const TierInfo info = tiers.list()[1]->describe();
+  EXPECT_TRUE(info.usable);
+  EXPECT_EQ(info.entries, 2u);
+  EXPECT_EQ(info.hits, 1u);
+}
+
+TEST_F(LayerStoreTest, layer_writable_by_others_or_group_is_refused_and_the_walk_compiles) {
+  for (const mode_t mode : {0757, 0775}) {
+    const fs::path layer = warmed_layer({1});
+    ::chmod(layer.c_str(), mode);
+    LayerStore store(layer, LogLevel::kOff, true);
+    EXPECT_FALSE(store.trusted()) << std::oct << mode;
+    EXPECT_NE(store.describe().status.find("refused: writable by"), std::string::npos);
+    const StoreKey key(make_key(1));
+    EXPECT_FALSE(store.lookup(key, ImageParts::kCubin).image);
+    ::chmod(layer.c_str(), 0755);
+  }
+}
+
+TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) {
+  const fs::path layer = warmed_layer({1});
+  CacheConfig c;
+  c.dir = layer;
+  const fs::path entry = LocalStore(c).entry_path(make_key(1));
+  ::chmod(layer.c_str(), 0755);
+  {
+    std::FILE* f = std::fopen(entry.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, -1, SEEK_END);
+    std::fputc(0x5a, f);
+    std::fclose(f);
+  }
+  ::chmod(layer.c_str(), 0555);
+  const auto before = fs::last_write_time(entry);
+  Tiers tiers(with_layer(layer));
+  bool compiled = false;
+  tiers.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubin);
+  EXPECT_TRUE(compiled);
+  EXPECT_EQ(fs::last_write_time(entry), before);
+  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
+  EXPECT_FALSE(tiers.list()[1]->can_store());
+}
+
+TEST_F(LayerStoreTest, entry_writable_by_others_is_refused) {
+  const fs::path layer = warmed_layer({1});
+  CacheConfig c;
+  c.dir = layer;
+  ::chmod(LocalStore(c).entry_path(make_key(1)).c_str(), 0666);
+  LayerStore store(layer, LogLevel::kOff);
+  const Lookup found = store.lookup(StoreKey(make_key(1)), ImageParts::kCubin);
+  EXPECT_FALSE(found.image);
+  EXPECT_EQ(found.miss, Miss::kRefused);
+}
+
+TEST_F(LayerStoreTest, missing_layer_warns_once_unless_quiet) {
+  const fs::path missing = root_ / "nowhere";
+  Child loud(
+      [&] {
+        LayerStore a(missing, LogLevel::kOff);
+        LayerStore b(missing, LogLevel::kOff);
+        return a.trusted() || b.trusted() ? 1 : 0;
+      },
+      true);
+  const Outcome out = loud.wait();
+  EXPECT_EQ(out.exit_code, 0);
+  EXPECT_EQ(count_of(out.err, "warning"), 1) << out.err;
+  Child quiet([&] { return LayerStore(root_ / "elsewhere", LogLevel::kOff, true).trusted() ? 1 : 0; }, true);
+  EXPECT_EQ(quiet.wait().err, "");
+}
+
+TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_directory_then_memory) {
+  // A directory under a regular file cannot be created, even by root.
+  const fs::path blocked = root_ / "a-file";
+  std::FILE* file = std::fopen(blocked.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  CacheConfig c = config();
+  c.dir = blocked / "cache";
+  c.fallback_dir = root_ / "fallback";
+  Child child(
+      [&] {
+        LocalStore store(c);
+        if (!store.enabled() || store.config().dir != root_ / "fallback") return 1;
+        CacheConfig none = c;
+        none.dir = blocked / "other";
+        none.fallback_dir = blocked / "also";
+        LocalStore memory(none);
+        return memory.enabled() ? 2 : 0;
+      },
+      true);
+  const Outcome out = child.wait();
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(count_of(out.err, "warning"), 2) << out.err;  // one per store
+  EXPECT_NE(out.err.find("memory only"), std::string::npos) << out.err;
+  EXPECT_EQ(fs::status(root_ / "fallback").permissions(), fs::perms::owner_all);
+}
+
+}  // namespace
+}  // namespace tropical::jit
