@@ -2,6 +2,7 @@
 // (this binary again) makes a first call, which publishes the quick kernel and
 // queues the tuned compile, and exits at once. It must exit with its own
 // status (no crash, no hang) and leave no cache entry that loads wrongly.
+#include "../temp_dir.hpp"
 #include "tropical/jit/exit_guard.hpp"
 
 #include <gtest/gtest.h>
@@ -120,18 +121,9 @@ ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms
   return r;
 }
 
-/// A fresh cache directory under the system temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tropical-exit-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+/// A fresh cache directory for this test file, removed afterwards.
+struct TempDir : ::tropical::test::TempDir {
+  TempDir() : ::tropical::test::TempDir("exit") {}
 };
 
 void expect_no_bad_entry(const std::filesystem::path& dir);

@@ -1,5 +1,6 @@
 // The registry on a machine without a GPU: compile once under races, sticky
 // errors, warm() over the catalog, and a cached process that never maps NVRTC.
+#include "../temp_dir.hpp"
 #include "tropical/jit/registry.hpp"
 
 #include <gtest/gtest.h>
@@ -29,18 +30,9 @@ namespace {
 
 constexpr int kArch = 90;
 
-/// A fresh cache directory under the system temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tropical-registry-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+/// A fresh cache directory for this test file, removed afterwards.
+struct TempDir : ::tropical::test::TempDir {
+  TempDir() : ::tropical::test::TempDir("registry") {}
 };
 
 CacheConfig cache_in(const std::filesystem::path& dir) {

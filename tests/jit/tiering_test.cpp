@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../temp_dir.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/registry.hpp"
@@ -259,18 +260,9 @@ TEST(Tiering, tropical_tiered_0_turns_tiering_off) {
   if (saved != nullptr) setenv("TROPICAL_TIERED", before.c_str(), 1);
 }
 
-/// A fresh cache directory under the system temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tropical-tiering-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+/// A fresh cache directory for this test file, removed afterwards.
+struct TempDir : ::tropical::test::TempDir {
+  TempDir() : ::tropical::test::TempDir("tiering") {}
 };
 
 CacheConfig cache_in(const std::filesystem::path& dir) {
