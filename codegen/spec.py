@@ -372,9 +372,10 @@ class Tier(enum.Enum):
 # Quick tiling, per operation and element type: (tile_m, tile_n, tile_k,
 # thread_m, thread_n, k_unroll): a thread owns thread_m x thread_n elements
 # of C, spaced a block's width (height) of threads apart; the k loop unrolls
-# k_unroll times. For the argmax the k depth must
-# equal the tuned kernel's: both keep each k-tile's maximum and the first tile
-# that beats the running one, so C and the index come out bit-identical.
+# k_unroll times. For the argmax the k depth and the chunk (k-steps between
+# two compares) equal the tuned kernel's: both keep each chunk's maximum and
+# the first chunk that beats the running one, so C and the index come out
+# bit-identical (signed zeros included).
 QUICK_TILES = {
     Op.GEMM: {
         Type.F32: (64, 64, 16, 4, 4, 1),
@@ -459,8 +460,15 @@ def quick_launch(kernel):
     assert threads % 32 == 0 and block_x % 16 == 0, kernel.name
     # Every thread stages the same number of elements of each operand tile.
     assert (tile_m * tile_k) % threads == 0 and (tile_n * tile_k) % threads == 0, kernel.name
+    # The argmax compares with the running winner every `chunk` k-steps, as
+    # the tuned kernel does: the same k-groups give the same maximum of each
+    # group, so C is bit-identical too (a group's fmax of -0 and +0 is +0, a
+    # tie between two groups keeps the earlier group's zero).
+    chunk = tile_k
     if kernel.op in ARGMAX_OPS:
         assert tile_k == launch(kernel)["tile_k"], kernel.name
+        chunk = launch(kernel)["chunk"]
+    assert tile_k % chunk == 0, kernel.name
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
-            "k_unroll": k_unroll}
+            "k_unroll": k_unroll, "chunk": chunk}
