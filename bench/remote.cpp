@@ -1,8 +1,10 @@
 // Fleet tier benchmarks (CPU only): signing and verifying one entry, and a remote hit
 // (GETEX + transfer + signature check) from a real redis-server on this machine, over its
 // unix socket and over TCP loopback, and a node's warm first use through the tier walk (empty primary,
-// the entry in Redis). The server is started like the tests start it
-// (tests/jit/storage/remote/redis_server.hpp): a temporary directory, nothing persisted.
+// the entry in Redis), side by side with the copy into the primary made durable (fsync) and left out.
+// The server is started like the tests start it (tests/jit/storage/remote/redis_server.hpp): a temporary
+// directory, nothing persisted; $TROPICAL_TEST_REDIS_SERVER names the redis-server binary (default
+// /usr/bin/redis-server).
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -60,9 +62,10 @@ void BM_verify_entry(benchmark::State& state) {
 }
 BENCHMARK(BM_verify_entry)->Arg(16 << 10)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 
+// Destroyed at exit: the server is stopped and its temporary directory removed.
 tropical::jit::remote::testing::RedisServer& server() {
-  static auto* s = new tropical::jit::remote::testing::RedisServer(/*tcp=*/true);
-  return *s;
+  static tropical::jit::remote::testing::RedisServer s(/*tcp=*/true);
+  return s;
 }
 
 // A remote hit of a 0.2 MB entry (lookup: GETEX with TTL refresh, transfer, verify), what a node
@@ -97,10 +100,42 @@ void BM_remote_hit_tcp_loopback(benchmark::State& state) { remote_hit(state, tru
 BENCHMARK(BM_remote_hit_unix)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_remote_hit_tcp_loopback)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// How the walk's copy of the remote hit reaches the primary.
+enum class Copy {
+  kPromoted,  // as the walk does it: a promotion, temp file and rename without fsync
+  kDurable,   // as a compiled entry is stored (temp file, fsync, rename, directory fsync): the walk before
+              // promotions skipped the fsync, measured side by side
+  kNone,      // not written at all: what returning the image before writing would leave on the caller's path
+};
+
+// The primary directory with its stores steered by the mode.
+class SteeredPrimary final : public tropical::jit::Store {
+ public:
+  SteeredPrimary(std::unique_ptr<tropical::jit::LocalStore> local, Copy copy)
+      : local_(std::move(local)), copy_(copy) {}
+  const std::string& name() const noexcept override { return local_->name(); }
+  tropical::jit::Lookup lookup(const tropical::jit::StoreKey& key, tropical::jit::ImageParts parts) override {
+    return local_->lookup(key, parts);
+  }
+  bool can_store() const noexcept override { return local_->can_store(); }
+  bool store(const tropical::jit::StoreKey& key, const tropical::jit::CompiledImage& image,
+             tropical::jit::StoreReason reason) override {
+    if (copy_ == Copy::kNone) return false;
+    return local_->store(key, image, copy_ == Copy::kDurable ? tropical::jit::StoreReason::kCompiled : reason);
+  }
+  void after_store(const tropical::jit::StoreKey& key) override { local_->after_store(key); }
+  void count_miss(bool bad) override { local_->count_miss(bad); }
+  void count_compile(std::uint64_t ns) override { local_->count_compile(ns); }
+
+ private:
+  std::unique_ptr<tropical::jit::LocalStore> local_;
+  Copy copy_;
+};
+
 // Warm first use on a fleet node: an empty primary directory, the entry in Redis. The whole walk: primary
 // miss, remote lookup (GETEX, transfer, signature check), entry decode (checksums, full key), the copy into
-// the primary (temp file, fsync, rename), the CUBIN returned. No compile: the callback aborts the run.
-void fleet_first_use(benchmark::State& state, bool tcp) {
+// the primary (per Copy), the CUBIN returned. No compile: the callback aborts the run.
+void fleet_first_use(benchmark::State& state, bool tcp, Copy copy) {
   if (!server().ready()) {
     state.SkipWithError(server().explain().c_str());
     return;
@@ -120,14 +155,18 @@ void fleet_first_use(benchmark::State& state, bool tcp) {
     state.SkipWithError("publish failed");
     return;
   }
-  const auto root = std::filesystem::temp_directory_path() / ("tropical-fleet-bench-" + std::to_string(getpid()));
+  // $TROPICAL_BENCH_DIR: the primaries on a chosen file system (the fsync's cost is the disk's).
+  const char* base = std::getenv("TROPICAL_BENCH_DIR");
+  const auto root = (base != nullptr && *base != '\0' ? std::filesystem::path(base)
+                                                       : std::filesystem::temp_directory_path()) /
+                    ("tropical-fleet-bench-" + std::to_string(getpid()));
   std::size_t n = 0;
   for (auto _ : state) {
     state.PauseTiming();
     tropical::jit::CacheConfig config;
     config.dir = root / std::to_string(n++);
-    auto primary = std::make_unique<tropical::jit::LocalStore>(config);
-    std::array<tropical::jit::Store*, 2> tiers = {primary.get(), &remote};
+    SteeredPrimary primary(std::make_unique<tropical::jit::LocalStore>(config), copy);
+    std::array<tropical::jit::Store*, 2> tiers = {&primary, &remote};
     state.ResumeTiming();
     bool compiled = false;
     const auto got = tropical::jit::walk_tiers(tiers, tropical::jit::LogLevel::kOff, cache_key,
@@ -139,10 +178,14 @@ void fleet_first_use(benchmark::State& state, bool tcp) {
   state.counters["verify_us"] = s.hits ? s.verify_ns / 1e3 / static_cast<double>(s.hits) : 0;
 }
 
-void BM_fleet_first_use_unix(benchmark::State& state) { fleet_first_use(state, false); }
-void BM_fleet_first_use_tcp_loopback(benchmark::State& state) { fleet_first_use(state, true); }
+void BM_fleet_first_use_unix(benchmark::State& state) { fleet_first_use(state, false, Copy::kPromoted); }
+void BM_fleet_first_use_tcp_loopback(benchmark::State& state) { fleet_first_use(state, true, Copy::kPromoted); }
+void BM_fleet_first_use_unix_fsync_copy(benchmark::State& state) { fleet_first_use(state, false, Copy::kDurable); }
+void BM_fleet_first_use_unix_no_copy(benchmark::State& state) { fleet_first_use(state, false, Copy::kNone); }
 BENCHMARK(BM_fleet_first_use_unix)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_fleet_first_use_tcp_loopback)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_fleet_first_use_unix_fsync_copy)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_fleet_first_use_unix_no_copy)->Arg(200 << 10)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

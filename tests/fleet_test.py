@@ -297,6 +297,44 @@ class FleetTest(unittest.TestCase):
         self.assertEqual(calls(), before)
         self.assertIsNone(json.loads(self.run_tropical("stats", "--json", env=env).stdout)["remote"])
 
+    # The remote settings also live in the cache's tropical.conf (`tropical config`); the environment wins.
+    def test_remote_settings_from_tropical_conf_and_the_environment_over_them(self):
+        a = self.machine_env("a", sign=self.private)
+        compiled, _ = self.warm(a, KERNEL, OTHER)
+        self.assertEqual(compiled, 2)
+        b = self.machine_env("b")
+        del b["TROPICAL_REMOTE_CACHE"]  # nothing in the environment: the file alone configures B
+        self.run_tropical("config", "remote", "unix://" + self.sock, env=b)
+        self.run_tropical("config", "remote_trusted_keys", self.public, env=b)
+        self.run_tropical("config", "remote_timeout", "2s", env=b)
+        # Bad values are refused unwritten (exit 2), with the key named.
+        for key, value in [("remote", "redis://nowhere"), ("remote_ttl", "soon"),
+                           ("remote_signing_key", "relative.pem"), ("remote_unsigned", "maybe")]:
+            proc = self.run_tropical("config", key, value, env=b, code=2)
+            self.assertIn(key, proc.stderr)
+        shown = self.run_tropical("config", env=b).stdout
+        self.assertIn("remote = unix://" + self.sock, shown)
+        self.assertIn("remote_trusted_keys = " + self.public, shown)
+        self.assertNotIn("remote_ttl", shown)
+        compiled, proc = self.warm(b, KERNEL, OTHER)
+        self.assertEqual(compiled, 0, proc.stdout + proc.stderr)
+        self.assertIn("hits 2", proc.stdout)
+        self.assertEqual(self.entries(b), self.entries(a))
+        self.assertEqual(self.warnings(proc), [])
+        stats = json.loads(self.run_tropical("stats", "--json", env=b).stdout)
+        self.assertEqual(stats["remote"]["url"], "unix://" + self.sock)
+        self.assertFalse(stats["remote"]["publish"])
+        # The environment overrides the file: set empty, the remote is off for that process.
+        c = self.machine_env("c")
+        del c["TROPICAL_REMOTE_CACHE"]
+        self.run_tropical("config", "remote", "unix://" + self.sock, env=c)
+        self.run_tropical("config", "remote_trusted_keys", self.public, env=c)
+        off = dict(c, TROPICAL_REMOTE_CACHE="")
+        self.assertIn("overridden by TROPICAL_REMOTE_CACHE=", self.run_tropical("config", env=off).stdout)
+        compiled, proc = self.warm(off, KERNEL)
+        self.assertEqual(compiled, 1, proc.stdout + proc.stderr)
+        self.assertIsNone(json.loads(self.run_tropical("stats", "--json", env=off).stdout)["remote"])
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

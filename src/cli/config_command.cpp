@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/jit/storage/config_file.hpp"
+#include "tropical/jit/storage/remote/remote_config.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {
@@ -17,11 +18,18 @@ namespace {
 const char* variable_of(const std::string& key) {
   if (key == "max_size") return "TROPICAL_CACHE_MAX_SIZE";
   if (key == "layers") return "TROPICAL_CACHE_LAYERS";
+  for (const std::string_view name : jit::remote::kRemoteSettingNames)
+    if (jit::remote::config_key_of(name) == key) return name.data();  // the names are string literals
   return nullptr;
 }
 
 /// Throws UsageError unless value is valid for key.
 void check_value(const std::string& key, const std::string& value) {
+  if (key.starts_with("remote")) {
+    if (const auto problem = jit::remote::setting_problem(variable_of(key), value))
+      throw UsageError{key + " = '" + value + "': " + *problem};
+    return;
+  }
   if (key == "max_size" && !jit::parse_size(value))
     throw UsageError{"max_size wants a size such as 10G, 512M or 1073741824, not '" + value + "'"};
   if (key == "layers") {
@@ -52,6 +60,12 @@ int cmd_config(int argc, char** argv) {
         "Shows or sets the settings stored with the cache, in <cache dir>/tropical.conf:\n"
         "  max_size  the size limit of the cache (e.g. 10G); env TROPICAL_CACHE_MAX_SIZE\n"
         "  layers    read-only cache layers, DIR[:DIR...]; env TROPICAL_CACHE_LAYERS\n"
+        "  remote    the fleet cache, redis://HOST:PORT[/DB] or unix:///PATH[?db=N];\n"
+        "            env TROPICAL_REMOTE_CACHE\n"
+        "  remote_trusted_keys, remote_signing_key (absolute paths), remote_unsigned,\n"
+        "  remote_ttl, remote_connect_timeout, remote_timeout, remote_cooldown,\n"
+        "  remote_lease, remote_wait\n"
+        "            the fleet cache's other settings; env TROPICAL_REMOTE_TRUSTED_KEYS, ...\n"
         "Without arguments prints every setting of the file; with KEY, its value (exit 1\n"
         "if unset); with KEY VALUE, sets it (the file is replaced atomically). The\n"
         "environment overrides the file. Unknown keys already in the file are kept.\n");
@@ -60,8 +74,12 @@ int cmd_config(int argc, char** argv) {
   const std::vector<std::string>& words = args.words();
   const bool unset = args.has("--unset");
   if (unset && words.size() != 1) throw UsageError{"config --unset wants one key"};
-  if (!words.empty() && !jit::is_known_config_key(words[0]))
-    throw UsageError{"unknown key '" + words[0] + "' (known: layers, max_size)"};
+  if (!words.empty() && !jit::is_known_config_key(words[0])) {
+    std::string known;
+    for (const std::string_view key : jit::known_config_keys())
+      known += (known.empty() ? "" : ", ") + std::string(key);
+    throw UsageError{"unknown key '" + words[0] + "' (known: " + known + ")"};
+  }
   // The configured directory, not a fallback: the settings belong to it.
   const std::filesystem::path dir = jit::CacheConfig::from_env().dir;
   if (dir.empty()) throw UsageError{"no cache directory (set --cache-dir, TROPICAL_CACHE_DIR or HOME)"};

@@ -44,7 +44,8 @@ std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch) {
 
 std::string remote_text() {
   jit::remote::RemoteTier* remote = remote_tier();
-  if (remote == nullptr) return "remote: off (TROPICAL_REMOTE_CACHE unset or unusable)\n";
+  if (remote == nullptr)
+    return "remote: off (TROPICAL_REMOTE_CACHE, or remote in tropical.conf, unset or unusable)\n";
   const auto& o = remote->remote().options();
   const jit::remote::RemoteStats s = remote->remote().stats();
   const double rtt = s.round_trips == 0 ? 0.0 : ms(s.round_trip_ns) / static_cast<double>(s.round_trips);

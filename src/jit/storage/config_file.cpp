@@ -14,8 +14,11 @@
 namespace tropical::jit {
 namespace {
 
-// Keys of other tiers (the remote's) join this list when their tier does.
-constexpr std::array<std::string_view, 2> kKnownKeys = {"layers", "max_size"};
+// Sorted. The remote tier's keys are remote::config_key_of() of its settings (a test checks that they agree).
+constexpr std::array<std::string_view, 12> kKnownKeys = {
+    "layers",          "max_size",           "remote",         "remote_connect_timeout", "remote_cooldown",
+    "remote_lease",    "remote_signing_key", "remote_timeout", "remote_trusted_keys",    "remote_ttl",
+    "remote_unsigned", "remote_wait"};
 
 std::string_view trim(std::string_view text) {
   const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
@@ -40,6 +43,8 @@ void warn_file(const std::string& source, const std::string& what) {
 bool is_known_config_key(std::string_view key) noexcept {
   return std::find(kKnownKeys.begin(), kKnownKeys.end(), key) != kKnownKeys.end();
 }
+
+std::span<const std::string_view> known_config_keys() noexcept { return kKnownKeys; }
 
 ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
   ConfigFile file;

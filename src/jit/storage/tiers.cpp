@@ -189,10 +189,9 @@ Tiers::Tiers(const CacheConfig& config) : log_(config.log) {
   others_ = config.enabled ? layers_of(config, *primary_) : std::vector<std::unique_ptr<Store>>{};
   order_.push_back(primary_.get());
   for (const auto& tier : others_) order_.push_back(tier.get());
-  // The fleet tier, last (after the layers). Settings: the environment; a tropical.conf lookup
-  // (environment first) replaces remote::environment_settings() here.
+  // The fleet tier, last (after the layers). Settings: the environment, then the primary's tropical.conf.
   if (config.enabled) {
-    if (auto fleet = remote::make_remote_tier(config, remote::environment_settings())) {
+    if (auto fleet = remote::make_remote_tier(config)) {
       others_.push_back(std::move(fleet));
       order_.push_back(others_.back().get());
     }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,10 +23,13 @@ inline constexpr std::string_view kConfigFileName = "tropical.conf";
 /// Largest configuration file read: 64 KiB (a bigger one is refused unread).
 inline constexpr std::uint64_t kMaxConfigFileBytes = 64 << 10;
 
-/// The keys this version understands, and what each holds (for `tropical config` and the warning).
-/// max_size: a size (see parse_size); layers: a colon list of absolute directories. Tiers that read their
-/// settings from the file (a remote) add their keys here.
+/// True for a key this version understands (for `tropical config` and the warning): max_size (a size, see
+/// parse_size), layers (a colon list of absolute directories), and the fleet tier's `remote` and `remote_*`
+/// (remote_config.hpp: each TROPICAL_REMOTE_* variable's value).
 bool is_known_config_key(std::string_view key) noexcept;
+
+/// Every key is_known_config_key() accepts, sorted.
+std::span<const std::string_view> known_config_keys() noexcept;
 
 /// The parsed contents of one tropical.conf.
 class ConfigFile {

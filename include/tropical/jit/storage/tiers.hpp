@@ -15,12 +15,13 @@ namespace tropical::jit {
 /// The image for key from the first tier that has it (copied up into the writable tiers above it), else
 /// compiled by compile() and stored in every writable tier. The first writable tier's single flight is taken
 /// before compiling (then, under it, those of the writable tiers below it: the fleet's lease; a tier whose
-/// flight this caller does not lead is not written), and the tiers are asked again under it, so that while it works one caller machine-wide
-/// compiles a key at a time and the others wait (bounded) and read; a caller that cannot take it (no writable
-/// tier, a bad lock file, a holder past the bound) compiles on its own and stores nothing. Sets *compiled to
-/// whether this call compiled. A hit has the given parts (PTX empty with kCubin); a compile returns the whole
-/// image. Exceptions from compile() propagate and nothing is stored; compile() must not call back into the
-/// tiers. Writes one line per decision to stderr at log level kInfo and above.
+/// flight this caller does not lead is not written), and the tiers are asked again under it, so that while it
+/// works one caller machine-wide compiles a key at a time and the others wait (bounded) and read; a caller
+/// that cannot take it (no writable tier, a bad lock file, a holder past the bound) compiles on its own and
+/// stores nothing. Sets *compiled to whether this call compiled. A hit has the given parts (PTX empty with
+/// kCubin); a compile returns the whole image. Exceptions from compile() propagate and nothing is stored;
+/// compile() must not call back into the tiers. Writes one line per decision to stderr at log level kInfo and
+/// above.
 CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
                          const std::function<CompiledImage()>& compile, bool* compiled = nullptr,
                          ImageParts parts = ImageParts::kCubin);
@@ -33,8 +34,9 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
 
 /// The persistent tiers below the registry's in-memory images, in lookup order: the local directory (the
 /// primary, read-write), then the read-only layers (config.layers, the configured primary if it fell back,
-/// the install's prebuilt layer), then the fleet tier when TROPICAL_REMOTE_CACHE configures one; they are
-/// appended here by the configuration, never by the registry. Thread-safe.
+/// the install's prebuilt layer), then the fleet tier when TROPICAL_REMOTE_CACHE (or `remote` in
+/// tropical.conf) configures one; they are appended here by the configuration, never by the registry.
+/// Thread-safe.
 class Tiers {
  public:
   /// The tiers config describes (no layers when the cache is disabled).

@@ -1,6 +1,5 @@
 #include "tropical/jit/storage/remote/remote_tier.hpp"
 
-#include <cstdlib>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -95,19 +94,19 @@ FlightResult RemoteTier::single_flight(const StoreKey& key) {
   return out;
 }
 
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get) {
+std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get,
+                                             const SettingOrigin& origin) {
   if (!config.enabled) return nullptr;
-  std::optional<RemoteOptions> options = remote_options(get, kCacheFormatVersion, stderr_warnings());
+  std::optional<RemoteOptions> options = remote_options(get, kCacheFormatVersion, stderr_warnings(), origin);
   if (!options) return nullptr;
   return std::make_unique<RemoteTier>(std::move(*options));
 }
 
-SettingLookup environment_settings() {
-  return [](std::string_view name) -> std::optional<std::string> {
-    const char* value = std::getenv(std::string(name).c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
+std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config) {
+  if (!config.enabled) return nullptr;
+  const SettingSources sources =
+      environment_then_file(config.file, (config.dir / kConfigFileName).string(), stderr_warnings());
+  return make_remote_tier(config, sources.get, sources.origin);
 }
 
 }  // namespace tropical::jit::remote

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 
 #include "redis_server.hpp"
@@ -31,9 +32,19 @@ struct Settings {
 class RemoteConfig : public ::testing::Test {
  protected:
   void SetUp() override {
+    for (const std::string_view name : kRemoteSettingNames) ::unsetenv(std::string(name).c_str());
     std::string error;
     keys_ = write_key_pair(tmp_.path() / "keys", &error);
     ASSERT_TRUE(keys_) << error;
+  }
+  void TearDown() override {
+    for (const std::string_view name : kRemoteSettingNames) ::unsetenv(std::string(name).c_str());
+  }
+  // remote_options() over the environment, then the file with text.
+  std::optional<RemoteOptions> read_with_file(const std::string& text, std::vector<std::string>* warnings) {
+    const auto sink = [warnings](const std::string& line) { warnings->push_back(line); };
+    const SettingSources sources = environment_then_file(ConfigFile::parse(text), "/c/tropical.conf", sink);
+    return remote_options(sources.get, 7, sink, sources.origin);
   }
   TempDir tmp_;
   std::optional<KeyPairFiles> keys_;
@@ -129,6 +140,97 @@ TEST_F(RemoteConfig, unreadable_keys_are_warned_about_and_left_out) {
   EXPECT_EQ(o->signer, nullptr);
   EXPECT_EQ(o->trusted.size(), 1u);
   EXPECT_EQ(s.warnings.size(), 2u);
+}
+
+TEST_F(RemoteConfig, every_remote_setting_has_a_config_file_key_that_the_file_knows) {
+  std::size_t remote_keys = 0;
+  for (const std::string_view key : known_config_keys()) remote_keys += key.starts_with("remote") ? 1 : 0;
+  EXPECT_EQ(remote_keys, kRemoteSettingNames.size());
+  for (const std::string_view name : kRemoteSettingNames) {
+    EXPECT_TRUE(is_known_config_key(config_key_of(name))) << name;
+  }
+  EXPECT_EQ(config_key_of("TROPICAL_REMOTE_CACHE"), "remote");
+  EXPECT_EQ(config_key_of("TROPICAL_REMOTE_TRUSTED_KEYS"), "remote_trusted_keys");
+  EXPECT_EQ(config_key_of("TROPICAL_CACHE_DIR"), "");
+}
+
+TEST_F(RemoteConfig, settings_from_the_file_apply_where_the_environment_is_silent) {
+  std::vector<std::string> warnings;
+  const auto o = read_with_file("remote = unix:///tmp/x.sock?db=2\nremote_trusted_keys = " +
+                                    keys_->public_key.string() + "\nremote_timeout = 300ms\nremote_ttl = 2d\n",
+                                &warnings);
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(o->client.endpoint.url(), "unix:///tmp/x.sock?db=2");
+  EXPECT_EQ(o->client.operation_timeout, milliseconds(300));
+  EXPECT_EQ(o->ttl, milliseconds(2 * 86'400'000));
+  EXPECT_EQ(o->trusted.size(), 1u);
+  EXPECT_FALSE(o->may_write());
+}
+
+TEST_F(RemoteConfig, the_environment_overrides_the_file_even_when_set_empty) {
+  const std::string file = "remote = unix:///tmp/x.sock\nremote_unsigned = 1\nremote_timeout = 300ms\n";
+  std::vector<std::string> warnings;
+  ::setenv("TROPICAL_REMOTE_TIMEOUT", "400ms", 1);
+  ::setenv("TROPICAL_REMOTE_CACHE", "redis://127.0.0.1:7000", 1);
+  auto o = read_with_file(file, &warnings);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->client.operation_timeout, milliseconds(400));
+  EXPECT_EQ(o->client.endpoint.url(), "redis://127.0.0.1:7000");
+  EXPECT_TRUE(o->allow_unsigned);  // from the file: the environment does not set it
+  // Set but empty: the remote the file configures is off for this process, without a word.
+  ::setenv("TROPICAL_REMOTE_CACHE", "", 1);
+  EXPECT_FALSE(read_with_file(file, &warnings));
+  ::setenv("TROPICAL_REMOTE_CACHE", "unix:///tmp/x.sock", 1);
+  ::setenv("TROPICAL_REMOTE_UNSIGNED", "0", 1);
+  EXPECT_FALSE(read_with_file(file, &warnings));  // unsigned use turned off: no keys, so no remote
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("remote cache off"), std::string::npos);
+}
+
+TEST_F(RemoteConfig, warnings_name_the_file_and_key_a_bad_value_came_from) {
+  std::vector<std::string> warnings;
+  ::setenv("TROPICAL_REMOTE_LEASE", "forever", 1);
+  const auto o = read_with_file("remote = unix:///tmp/x.sock\nremote_unsigned = yes\nremote_ttl = soon\n"
+                                "remote_lease = 5s\n",
+                                &warnings);
+  ASSERT_TRUE(o);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("/c/tropical.conf: remote_ttl='soon'"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("TROPICAL_REMOTE_LEASE='forever'"), std::string::npos) << warnings[1];
+  EXPECT_EQ(o->lease, milliseconds(20'000));  // the bad environment value is not replaced by the file's
+  warnings.clear();
+  EXPECT_FALSE(read_with_file("remote = redis://nowhere\nremote_unsigned = 1\n", &warnings));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/c/tropical.conf: remote='redis://nowhere'"), std::string::npos) << warnings[0];
+}
+
+TEST_F(RemoteConfig, a_relative_key_path_in_the_file_is_left_out_with_a_warning) {
+  std::vector<std::string> warnings;
+  const auto o = read_with_file("remote = unix:///tmp/x.sock\nremote_trusted_keys = keys/pub.pem:" +
+                                    keys_->public_key.string() + "\nremote_signing_key = private.pem\n",
+                                &warnings);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->trusted.size(), 1u);
+  EXPECT_EQ(o->signer, nullptr);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("'private.pem' is not an absolute path"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("'keys/pub.pem' is not an absolute path"), std::string::npos) << warnings[1];
+}
+
+TEST_F(RemoteConfig, setting_problem_accepts_what_remote_options_reads_and_names_the_rest) {
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_CACHE", "redis://10.0.0.1:6379/2"));
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_CACHE", ""));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_CACHE", "redis://nowhere"));
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_TTL", "30d"));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_TTL", "10ms"));  // below its bound of a second
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_TIMEOUT", "soon"));
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_UNSIGNED", "off"));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_UNSIGNED", "maybe"));
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/a.pem:/b.pem"));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/a.pem:b.pem"));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_SIGNING_KEY", "key.pem"));
+  EXPECT_TRUE(setting_problem("TROPICAL_CACHE_DIR", "/x"));
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "redis_server.hpp"
+#include "tropical/jit/storage/remote/key_files.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 #include "warnings.hpp"
 
@@ -140,6 +142,86 @@ TEST_F(RemoteTierTest, made_from_settings_only_when_configured_and_the_cache_is_
   EXPECT_EQ(tier->name(), "remote " + url);
   config.enabled = false;
   EXPECT_EQ(make_remote_tier(config, unsigned_ok), nullptr);
+}
+
+// A primary that records why each store was written.
+class RecordingPrimary final : public Store {
+ public:
+  explicit RecordingPrimary(std::unique_ptr<LocalStore> local) : local_(std::move(local)) {}
+  const std::string& name() const noexcept override { return local_->name(); }
+  Lookup lookup(const StoreKey& key, ImageParts parts) override { return local_->lookup(key, parts); }
+  bool can_store() const noexcept override { return local_->can_store(); }
+  bool store(const StoreKey& key, const CompiledImage& image, StoreReason reason) override {
+    reasons.push_back(reason);
+    return local_->store(key, image, reason);
+  }
+  FlightResult single_flight(const StoreKey& key) override { return local_->single_flight(key); }
+  void count_miss(bool bad) override { local_->count_miss(bad); }
+  void count_compile(std::uint64_t ns) override { local_->count_compile(ns); }
+  std::vector<StoreReason> reasons;
+
+ private:
+  std::unique_ptr<LocalStore> local_;
+};
+
+// The copy of a remote hit is a promotion: written without fsync (the remote keeps the original and every
+// read is verified), so no disk flush sits on a fleet node's first use of a kernel.
+TEST_F(RemoteTierTest, remote_hit_is_copied_into_the_primary_as_a_promotion) {
+  RemoteTier producer(options(true), warnings_.sink());
+  std::atomic<int> compiles{0};
+  walk("a", producer, 4, &compiles);
+  RemoteTier reader(options(false), warnings_.sink());
+  RecordingPrimary recording(primary("b"));
+  std::array<Store*, 2> tiers = {&recording, &reader};
+  bool compiled = true;
+  const CompiledImage got = walk_tiers(
+      tiers, LogLevel::kOff, make_key(4), [&] { return compiles.fetch_add(1), make_image(4); }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(got.cubin, make_image(4).cubin);
+  ASSERT_EQ(recording.reasons.size(), 1u);
+  EXPECT_EQ(recording.reasons[0], StoreReason::kPromoted);
+  EXPECT_TRUE(primary("b")->load(make_key(4), ImageParts::kCubinAndPtx).has_value());
+}
+
+// `remote` and `remote_*` in the primary's tropical.conf make the fleet tier as the variables do.
+TEST_F(RemoteTierTest, tiers_take_the_remote_from_tropical_conf_where_the_environment_is_silent) {
+  for (const std::string_view name : kRemoteSettingNames) ::unsetenv(std::string(name).c_str());
+  std::string error;
+  const auto files = write_key_pair(root_.path() / "keys", &error);
+  ASSERT_TRUE(files) << error;
+  RemoteOptions signing = options(false);
+  signing.signer = std::make_shared<const SigningKey>(*SigningKey::load(files->private_key.string(), &error));
+  RemoteTier producer(signing, warnings_.sink());
+  std::atomic<int> compiles{0};
+  walk("a", producer, 5, &compiles);
+
+  CacheConfig config;
+  config.dir = root_.path() / "conf-machine";
+  config.prebuilt_layer = false;
+  std::filesystem::create_directories(config.dir);
+  config.file = ConfigFile::parse("remote = " + server_.endpoint().url() +
+                                  "\nremote_trusted_keys = " + files->public_key.string() + "\n");
+  {
+    Tiers tiers(config);
+    ASSERT_EQ(tiers.list().size(), 2u);
+    auto* remote = dynamic_cast<RemoteTier*>(tiers.list()[1]);
+    ASSERT_NE(remote, nullptr);
+    EXPECT_FALSE(remote->can_store());  // a reader: no signing key configured
+    bool compiled = true;
+    const CompiledImage got = tiers.get_or_compile(
+        make_key(5), [&] { return compiles.fetch_add(1), make_image(5); }, &compiled);
+    EXPECT_FALSE(compiled);
+    EXPECT_EQ(got.cubin, make_image(5).cubin);
+    EXPECT_EQ(remote->remote().stats().hits, 1u);
+  }
+  // The environment wins, even set empty: no fleet tier for this process.
+  ::setenv("TROPICAL_REMOTE_CACHE", "", 1);
+  const Tiers without(config);
+  ::unsetenv("TROPICAL_REMOTE_CACHE");
+  EXPECT_EQ(without.list().size(), 1u);
+  EXPECT_EQ(compiles, 1);
+  EXPECT_EQ(warnings_.count(), 0u) << warnings_.text();
 }
 
 }  // namespace

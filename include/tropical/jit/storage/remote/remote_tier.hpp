@@ -52,11 +52,14 @@ class RemoteTier final : public Store {
   std::atomic<bool> warned_undecodable_{false};
 };
 
-/// The fleet tier for config from the settings read through get (remote_options()), or nullptr when it is off
-/// (no TROPICAL_REMOTE_CACHE, unusable settings, or the disk cache disabled). Never throws but bad_alloc.
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get);
+/// The fleet tier for config from the settings read through get (remote_options(); origin names them in
+/// warnings), or nullptr when it is off (no TROPICAL_REMOTE_CACHE, unusable settings, or the disk cache
+/// disabled). Never throws but bad_alloc.
+std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get,
+                                             const SettingOrigin& origin = {});
 
-/// The settings of the process environment (TROPICAL_REMOTE_* variables).
-SettingLookup environment_settings();
+/// The fleet tier for config from the environment, then from the `remote*` keys of config.file (the
+/// primary's tropical.conf) that the environment does not set (environment_then_file()); nullptr when off.
+std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config);
 
 }  // namespace tropical::jit::remote
