@@ -94,6 +94,14 @@ class CliTest(unittest.TestCase):
         for command in ["list", "stats", "gemm", "verify"]:
             self.assertIn("unexpected argument 'stray'", self.usage_error(command, "stray"))
         self.assertIn("unknown option --stray", self.usage_error("clear", "--stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("list", "--entries", "stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("config", "max_size", "1G", "stray"))
+        self.assertIn("wants one key", self.usage_error("config", "--unset", "max_size", "stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("keygen", os.path.join(self.tmp, "k"), "stray"))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "k")), "bad usage wrote keys")
+        self.assertIn("not both", self.usage_error("warm", "--all", "stray"))
+        self.assertIn("one kernel name", self.usage_error("compile", KERNEL, "stray"))
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "tropical.conf")), "bad usage wrote settings")
 
     def test_numbers_are_parsed_strictly(self):
         for bad in ["4294967296", "18446744073709551617", "-1", "+2", "2x", " 2", "", "two", "0x10"]:
@@ -250,14 +258,15 @@ class CliTest(unittest.TestCase):
         """The identity of the default NVRTC: the name of the file it resolves to, and its size."""
         return os.path.basename(os.path.realpath(NVRTC)) + ":" + str(os.path.getsize(NVRTC))
 
-    def write_fake_entry(self, name, kernel):
-        """A file that starts like an entry (format 3) whose key names kernel, with no image: the library made
-        none like it, but its header says which kernel it is for."""
+    def write_fake_entry(self, name, kernel, version=3, nvrtc="libnvrtc.so.13:1"):
+        """A file that starts like an entry of format version (1 or 3) whose key names kernel, sm_90, nvrtc and a
+        source digest of zeros, with no image: the library made none like it, but its header says which kernel
+        it is for."""
         def field(b):
             return struct.pack("<Q", len(b)) + b
-        key = (field(b"tropical.jit.CacheKey") + struct.pack("<I", 3) + field(kernel.encode()) + field(b"0" * 64)
-               + struct.pack("<Q", 0) + struct.pack("<q", 90) + field(b"libnvrtc.so.13:1"))
-        header = b"TROPJIT\n" + struct.pack("<IIQQQ", 3, 0, len(key), 0, 0) + bytes(32)
+        key = (field(b"tropical.jit.CacheKey") + struct.pack("<I", version) + field(kernel.encode())
+               + field(b"0" * 64) + struct.pack("<Q", 0) + struct.pack("<q", 90) + field(nvrtc.encode()))
+        header = b"TROPJIT\n" + struct.pack("<IIQQQ", version, 0, len(key), 0, 0) + bytes(32)
         path = os.path.join(self.cache, name)
         with open(path, "wb") as f:
             f.write(header + key)
@@ -313,6 +322,23 @@ class CliTest(unittest.TestCase):
         text = self.run_tropical("stats").stdout
         self.assertIn("3 of them not used by this process", text)
         self.assertIn("of another NVRTC build: " + identity, text)
+
+    def test_list_names_entries_of_another_format_or_source(self):
+        if not os.path.isfile(NVRTC):
+            self.skipTest("TROPICAL_TEST_NVRTC does not name the toolkit's libnvrtc")
+        self.run_tropical("warm", "--arch", "sm_90", OTHER)
+        self.write_fake_entry("a" * 64 + ".entry", KERNEL, version=1, nvrtc=self.default_nvrtc())
+        self.write_fake_entry("b" * 64 + ".entry", KERNEL, version=3, nvrtc=self.default_nvrtc())
+        listing = self.json_of("list", "--json", "--arch", "sm_90")
+        mine = {e["file"]: e for k in listing["kernels"] if k["name"] == KERNEL for e in k["entries"]}
+        self.assertEqual({f: e["mismatch"] for f, e in mine.items()},
+                         {"a" * 64 + ".entry": "format", "b" * 64 + ".entry": "source"})
+        self.assertEqual((listing["entries"], listing["unusable"], listing["cached"]), (3, 2, 1))
+        text = self.run_tropical("list", "--arch", "sm_90").stdout
+        self.assertRegex(text, KERNEL + r" .* other format\n")
+        self.assertIn("2 entries (sm_90) of another format, source or options", text)
+        self.assertIn("removed 2 entries of 1 kernels", self.run_tropical("clear", KERNEL).stdout)
+        self.assertEqual(len(self.entries()), 1)
 
     def test_debug_log_explains_a_miss_caused_by_another_nvrtc_in_one_line(self):
         other, identity = self.other_nvrtc()
