@@ -11,12 +11,16 @@ Usage: cli_test.py PATH_TO_TROPICAL
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
 
 TROPICAL = os.path.abspath(sys.argv[1])
+# The libnvrtc the tool loads by default (tests/meson.build sets it); another NVRTC build is faked by the same
+# library under another file name, which gives it another identity (file name and size).
+NVRTC = os.environ.get("TROPICAL_TEST_NVRTC", "")
 KERNEL = "tropical_backward_a_maxplus_f32"
 OTHER = "tropical_backward_b_maxplus_f32"
 CHEAP = KERNEL  # compiles in some 30 ms
@@ -90,6 +94,14 @@ class CliTest(unittest.TestCase):
         for command in ["list", "stats", "gemm", "verify"]:
             self.assertIn("unexpected argument 'stray'", self.usage_error(command, "stray"))
         self.assertIn("unknown option --stray", self.usage_error("clear", "--stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("list", "--entries", "stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("config", "max_size", "1G", "stray"))
+        self.assertIn("wants one key", self.usage_error("config", "--unset", "max_size", "stray"))
+        self.assertIn("unexpected argument 'stray'", self.usage_error("keygen", os.path.join(self.tmp, "k"), "stray"))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "k")), "bad usage wrote keys")
+        self.assertIn("not both", self.usage_error("warm", "--all", "stray"))
+        self.assertIn("one kernel name", self.usage_error("compile", KERNEL, "stray"))
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "tropical.conf")), "bad usage wrote settings")
 
     def test_numbers_are_parsed_strictly(self):
         for bad in ["4294967296", "18446744073709551617", "-1", "+2", "2x", " 2", "", "two", "0x10"]:
@@ -230,6 +242,146 @@ class CliTest(unittest.TestCase):
         self.assertEqual(zeroed["machine"], {field: 0 for field in stats["machine"]})
         self.assertEqual(zeroed["cache"]["entries"], 1, "zeroing keeps the entries")
 
+    def other_nvrtc(self):
+        """An environment whose NVRTC identity differs from the default one: the same library by another name."""
+        if not os.path.isfile(NVRTC):
+            self.skipTest("TROPICAL_TEST_NVRTC does not name the toolkit's libnvrtc")
+        other = os.path.join(self.tmp, "libnvrtc-other.so.13")
+        try:
+            os.link(NVRTC, other)
+        except OSError:
+            shutil.copyfile(NVRTC, other)
+        return dict(self.env, TROPICAL_NVRTC=other), "libnvrtc-other.so.13:" + str(os.path.getsize(NVRTC))
+
+    @staticmethod
+    def default_nvrtc():
+        """The identity of the default NVRTC: the name of the file it resolves to, and its size."""
+        return os.path.basename(os.path.realpath(NVRTC)) + ":" + str(os.path.getsize(NVRTC))
+
+    def write_fake_entry(self, name, kernel, version=3, nvrtc="libnvrtc.so.13:1"):
+        """A file that starts like an entry of format version (1 or 3) whose key names kernel, sm_90, nvrtc and a
+        source digest of zeros, with no image: the library made none like it, but its header says which kernel
+        it is for."""
+        def field(b):
+            return struct.pack("<Q", len(b)) + b
+        key = (field(b"tropical.jit.CacheKey") + struct.pack("<I", version) + field(kernel.encode())
+               + field(b"0" * 64) + struct.pack("<Q", 0) + struct.pack("<q", 90) + field(nvrtc.encode()))
+        header = b"TROPJIT\n" + struct.pack("<IIQQQ", version, 0, len(key), 0, 0) + bytes(32)
+        path = os.path.join(self.cache, name)
+        with open(path, "wb") as f:
+            f.write(header + key)
+        os.chmod(path, 0o600)
+        return path
+
+    def test_list_shows_entries_of_another_nvrtc_build(self):
+        other, identity = self.other_nvrtc()
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER, env=other)
+        self.run_tropical("warm", "--arch", "sm_80", KERNEL, env=other)
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        self.assertEqual(len(self.entries()), 4)
+
+        listing = self.run_tropical("list", "--arch", "sm_90").stdout
+        self.assertRegex(listing, KERNEL + r" .* cached\n")
+        self.assertRegex(listing, OTHER + r" .* other NVRTC\n")
+        self.assertIn("1 cached for sm_90", listing)
+        self.assertIn("3 of 4 entries are not used by this process", listing)
+        self.assertIn("3 entries (sm_80, sm_90) of another NVRTC build: " + identity, listing)
+        # Seen from the other build, the roles swap.
+        from_other = self.run_tropical("list", "--arch", "sm_90", env=other).stdout
+        self.assertIn("2 cached for sm_90", from_other)
+        self.assertIn("1 entry (sm_90) of another NVRTC build", from_other)
+
+        every = self.run_tropical("list", "--entries").stdout.splitlines()
+        rows = [l for l in every if l.startswith("  tropical_")]
+        self.assertEqual(len(rows), 4, every)
+        self.assertEqual(sum(l.endswith("  usable") for l in rows), 1, every)
+        self.assertEqual(sum(l.endswith("other NVRTC: " + identity) for l in rows), 3, every)
+        self.assertIn("4 entries", every[-1])
+        self.assertIn("1 usable by this process", every[-1])
+        self.assertIn("takes --json or --entries", self.usage_error("list", "--json", "--entries"))
+
+        listing = self.json_of("list", "--json", "--arch", "sm_90")
+        self.assertEqual((listing["entries"], listing["unusable"], listing["cached"]), (4, 3, 1))
+        self.assertEqual(listing["nvrtc"], self.default_nvrtc())
+        by_name = {k["name"]: k for k in listing["kernels"]}
+        mine = by_name[KERNEL]["entries"]
+        self.assertEqual(sorted((e["arch"], e["usable"], e["mismatch"], e["nvrtc"]) for e in mine),
+                         [(80, False, "nvrtc", identity), (90, False, "nvrtc", identity),
+                          (90, True, None, listing["nvrtc"])])
+        self.assertEqual(sorted(e["file"] for k in listing["kernels"] for e in k["entries"]), self.entries())
+        for e in mine:
+            self.assertEqual(e["tier"], "tuned")
+            self.assertEqual(e["bytes"], os.path.getsize(os.path.join(self.cache, e["file"])))
+        self.assertIs(by_name[OTHER]["cached"], False)
+        self.assertEqual([e["mismatch"] for e in by_name[OTHER]["entries"]], ["nvrtc"])
+        self.assertEqual(listing["other_entries"], [])
+
+        stats = self.json_of("stats", "--json")
+        self.assertEqual((stats["cache"]["entries"], stats["cache"]["unusable"]), (4, 3))
+        self.assertEqual([(k["name"], [e["arch"] for e in k["entries"]]) for k in stats["kernels"]], [(KERNEL, [90])])
+        text = self.run_tropical("stats").stdout
+        self.assertIn("3 of them not used by this process", text)
+        self.assertIn("of another NVRTC build: " + identity, text)
+
+    def test_list_names_entries_of_another_format_or_source(self):
+        if not os.path.isfile(NVRTC):
+            self.skipTest("TROPICAL_TEST_NVRTC does not name the toolkit's libnvrtc")
+        self.run_tropical("warm", "--arch", "sm_90", OTHER)
+        self.write_fake_entry("a" * 64 + ".entry", KERNEL, version=1, nvrtc=self.default_nvrtc())
+        self.write_fake_entry("b" * 64 + ".entry", KERNEL, version=3, nvrtc=self.default_nvrtc())
+        listing = self.json_of("list", "--json", "--arch", "sm_90")
+        mine = {e["file"]: e for k in listing["kernels"] if k["name"] == KERNEL for e in k["entries"]}
+        self.assertEqual({f: e["mismatch"] for f, e in mine.items()},
+                         {"a" * 64 + ".entry": "format", "b" * 64 + ".entry": "source"})
+        self.assertEqual((listing["entries"], listing["unusable"], listing["cached"]), (3, 2, 1))
+        text = self.run_tropical("list", "--arch", "sm_90").stdout
+        self.assertRegex(text, KERNEL + r" .* other format\n")
+        self.assertIn("2 entries (sm_90) of another format, source or options", text)
+        self.assertIn("removed 2 entries of 1 kernels", self.run_tropical("clear", KERNEL).stdout)
+        self.assertEqual(len(self.entries()), 1)
+
+    def test_debug_log_explains_a_miss_caused_by_another_nvrtc_in_one_line(self):
+        other, identity = self.other_nvrtc()
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=other)
+        err = self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=dict(self.env, TROPICAL_LOG="debug")).stderr
+        misses = [l for l in err.splitlines() if KERNEL + " sm_90: miss in " in l]
+        self.assertEqual(len(misses), 1, err)
+        self.assertTrue(misses[0].startswith("tropical: "), misses[0])
+        self.assertIn("entry for another NVRTC identity", misses[0])
+        self.assertIn(identity, misses[0])
+        self.assertIn("this process: " + self.default_nvrtc(), misses[0])
+
+    def test_clear_names_removes_their_entries_of_every_nvrtc_build_and_nothing_else(self):
+        other, identity = self.other_nvrtc()
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER, env=other)
+        self.run_tropical("warm", "--arch", "sm_80", KERNEL, env=other)
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL, OTHER)
+        # Files named like entries that the library cannot vouch for, or of a kernel not in this catalog.
+        foreign = os.path.join(self.cache, "f" * 64 + ".entry")
+        with open(foreign, "wb") as f:
+            f.write(b"not an entry, but named like one " + KERNEL.encode())
+        os.chmod(foreign, 0o600)
+        fake = self.write_fake_entry("e" * 64 + ".entry", "tropical_not_in_this_catalog")
+        self.assertEqual(len(self.entries()), 7)
+
+        listing = self.json_of("list", "--json")
+        self.assertEqual(sorted((e["file"], e["kernel"]) for e in listing["other_entries"]),
+                         [("e" * 64 + ".entry", "tropical_not_in_this_catalog"), ("f" * 64 + ".entry", None)])
+        text = self.run_tropical("list").stdout
+        self.assertIn("1 entry of kernels not in this catalog", text)
+        self.assertIn("1 entry whose header this version cannot read", text)
+
+        out = self.run_tropical("clear", KERNEL).stdout
+        self.assertIn("removed 3 entries of 1 kernels", out)
+        left = self.json_of("list", "--json")
+        self.assertEqual([k["name"] for k in left["kernels"] if k["entries"]], [OTHER])
+        self.assertEqual(sorted(e["nvrtc"] for e in left["kernels"][[k["name"] for k in left["kernels"]].index(OTHER)]
+                                ["entries"]), sorted([identity, left["nvrtc"]]))
+        self.assertTrue(os.path.exists(foreign), "a file whose header is not an entry's stays")
+        self.assertTrue(os.path.exists(fake), "an entry of another kernel stays")
+        self.assertIn("removed 2 entries of 1 kernels", self.run_tropical("clear", OTHER, env=other).stdout)
+        self.assertEqual(sorted(self.entries()), sorted([os.path.basename(foreign), os.path.basename(fake)]))
+
     def test_list_json(self):
         self.run_tropical("warm", "--arch", "sm_90", KERNEL)
         listing = self.json_of("list", "--json", "--arch", "sm_90")
@@ -238,28 +390,27 @@ class CliTest(unittest.TestCase):
         self.assertEqual(listing["cache_dir"], self.cache)
         self.assertEqual(listing["cached"], 1)
         self.assertEqual([k["id"] for k in listing["kernels"]], list(range(len(listing["kernels"]))))
+        self.assertEqual((listing["entries"], listing["unusable"], listing["other_entries"]), (1, 0, []))
+        self.assertIsInstance(listing["nvrtc"], str)
         mine = [k for k in listing["kernels"] if k["name"] == KERNEL]
+        [file] = self.entries()
         self.assertEqual(mine, [{"id": mine[0]["id"], "name": KERNEL, "op": "backward_a", "semiring": "maxplus",
-                                 "type": "f32", "cached": True}])
+                                 "type": "f32", "cached": True,
+                                 "entries": [{"file": file, "arch": 90, "tier": "tuned",
+                                              "bytes": os.path.getsize(os.path.join(self.cache, file)),
+                                              "nvrtc": listing["nvrtc"], "usable": True, "mismatch": None}]}])
         self.assertEqual(sum(k["cached"] for k in listing["kernels"]), 1)
+        self.assertEqual(sum(len(k["entries"]) for k in listing["kernels"]), 1)
 
     def test_write_errors_on_stdout_exit_1(self):
         if not os.path.exists("/dev/full"):
             self.skipTest("no /dev/full")
-        for args in [["list"], ["list", "--json"], ["stats"], ["stats", "--json"], ["--help"], ["--version"]]:
+        for args in [["list"], ["list", "--json"], ["list", "--entries"], ["stats"], ["stats", "--json"], ["--help"], ["--version"]]:
             with open("/dev/full", "w") as full:
                 proc = subprocess.run([TROPICAL, *args], stdout=full, stderr=subprocess.PIPE, text=True,
                                       env=self.env, timeout=60)
             self.assertEqual(proc.returncode, 1, args)
             self.assertIn("cannot write to standard output", proc.stderr)
-
-    def test_bad_cache_size_warns_and_uses_the_default(self):
-        env = dict(self.env, TROPICAL_CACHE_MAX_SIZE="lots")
-        listing = self.run_tropical("list", env=env)
-        self.assertEqual(listing.stderr.count("TROPICAL_CACHE_MAX_SIZE"), 1, listing.stderr)
-        self.assertIn("'lots'", listing.stderr)
-        self.assertIn(KERNEL, listing.stdout)
-        self.assertIn("of 1073741824 allowed", self.run_tropical("stats", env=env).stdout)
 
     def test_compile_prints_the_time(self):
         out = self.run_tropical("compile", "--arch", "sm_80", KERNEL).stdout

@@ -1,4 +1,4 @@
-// The subcommands that need no GPU: list, warm, stats, clear, compile.
+// The subcommands that need no GPU: warm, stats, clear, compile (list: list_command.cpp).
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cache_entries.hpp"
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/catalog_sources.hpp"
@@ -21,28 +23,15 @@ namespace tropical::cli {
 
 namespace {
 
-/// Architectures NVRTC 13 compiles for; probed for entries even without NVRTC.
-constexpr int kKnownArchs[] = {75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121};
-
 /// Kernel names one command line may list (a name may repeat).
 constexpr std::size_t kMaxNames = 4096;
 
-std::string format(const char* fmt, auto... args) {
-  const int n = std::snprintf(nullptr, 0, fmt, args...);
-  std::string out(static_cast<std::size_t>(std::max(n, 0)), '\0');
-  std::snprintf(out.data(), out.size() + 1, fmt, args...);
-  return out;
-}
-
 /// Whether the entry of kernel id for arch is on disk, by name alone: nothing
 /// is read, and no statistics or LRU time is touched.
-bool entry_exists(std::uint32_t id, int arch, std::uint64_t* bytes = nullptr) {
+bool entry_exists(std::uint32_t id, int arch) {
   auto& reg = registry();
   std::error_code ec;
-  const auto size = std::filesystem::file_size(reg.disk().entry_path(reg.cache_key(id, arch)), ec);
-  if (ec) return false;
-  if (bytes != nullptr) *bytes = size;
-  return true;
+  return std::filesystem::is_regular_file(reg.disk().entry_path(reg.cache_key(id, arch)), ec);
 }
 
 bool cache_disabled_by_env() {
@@ -81,55 +70,6 @@ int target_arch(const Args& args) {
                           "), which compiles for " + arch_list(supported);
   if (given) throw UsageError{"--arch " + args.get("--arch") + " " + why};
   throw Unavailable("tropical: GPU 0 (sm_" + std::to_string(arch) + ") " + why);
-}
-
-std::vector<int> probe_archs() {
-  std::vector<int> archs(std::begin(kKnownArchs), std::end(kKnownArchs));
-  try {
-    for (const int arch : jit::supported_archs()) archs.push_back(arch);
-  } catch (const Unavailable&) {
-    // Without NVRTC the known list is all there is.
-  }
-  std::sort(archs.begin(), archs.end());
-  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
-  return archs;
-}
-
-int cmd_list(int argc, char** argv) {
-  const Args args("list", argc, argv, {"--arch"}, {"--json"});
-  if (args.help()) {
-    print(
-        "usage: tropical list [--arch sm_XY] [--json]\n\n"
-        "Prints every kernel of the catalog with its id, and whether the disk cache\n"
-        "holds it for the arch (default: GPU 0's, else sm_90). Reads no entry; loads\n"
-        "NVRTC only to check an --arch. --json: one object, fields in the README.\n");
-    return kExitOk;
-  }
-  const int arch = target_arch(args);
-  const std::string dir = info().dir.string();
-  std::size_t cached = 0;
-  std::string text =
-      format("%3s  %-36s %-12s %-8s %-4s sm_%d\n", "id", "name", "op", "semiring", "type", arch);
-  std::string json = "{\"schema\": 1, \"arch\": " + std::to_string(arch) +
-                     ", \"cache_dir\": " + json_quote(dir) + ", \"kernels\": [";
-  for (const auto& k : catalog::kInfo) {
-    const auto id = static_cast<std::uint32_t>(k.id);
-    const bool hit = entry_exists(id, arch);
-    cached += hit;
-    text += format("%3u  %-36.*s %-12.*s %-8.*s %-4.*s %s\n", id, static_cast<int>(k.name.size()),
-                   k.name.data(), static_cast<int>(op_name(k.op).size()), op_name(k.op).data(),
-                   static_cast<int>(k.semiring.size()), k.semiring.data(), static_cast<int>(k.type.size()),
-                   k.type.data(), hit ? "cached" : "-");
-    json += std::string(id == 0 ? "" : ", ") + "{\"id\": " + std::to_string(id) +
-            ", \"name\": " + json_quote(k.name) + ", \"op\": " + json_quote(op_name(k.op)) +
-            ", \"semiring\": " + json_quote(k.semiring) + ", \"type\": " + json_quote(k.type) +
-            ", \"cached\": " + (hit ? "true" : "false") + "}";
-  }
-  text +=
-      format("%zu kernels, %zu cached for sm_%d in %s\n", catalog::kKernelCount, cached, arch, dir.c_str());
-  json += "], \"cached\": " + std::to_string(cached) + "}\n";
-  print(args.has("--json") ? json : text);
-  return kExitOk;
 }
 
 int cmd_warm(int argc, char** argv) {
@@ -215,11 +155,12 @@ int cmd_stats(int argc, char** argv) {
   if (args.help()) {
     print(
         "usage: tropical stats [--json | --zero]\n\n"
-        "Prints the disk cache's location, size and machine-wide counters, every tier\n"
-        "(primary, read-only layers: path, trusted or refused and why, entries, bytes,\n"
-        "hits), and per\n"
-        "kernel the architectures it is cached for. --json: one object, fields in the\n"
-        "README. --zero: sets the machine-wide counters to zero (entries stay).\n");
+        "Prints the disk cache's location, size (and how many entries this process does\n"
+        "not use: another NVRTC build's, format, source), machine-wide counters, every\n"
+        "tier (primary, read-only layers: path, trusted or refused and why, entries,\n"
+        "bytes, hits), and per kernel the architectures it is cached for. --json: one\n"
+        "object, fields in the README. --zero: sets the machine-wide counters to zero\n"
+        "(entries stay).\n");
     return kExitOk;
   }
   if (args.has("--json") && args.has("--zero")) throw UsageError{"stats takes --json or --zero, not both"};
@@ -231,36 +172,43 @@ int cmd_stats(int argc, char** argv) {
     return kExitOk;
   }
   const jit::CacheStats s = stats().machine;
-  const std::vector<int> archs = probe_archs();
+  const std::vector<CacheEntry> entries = cache_entries();
+  std::size_t unusable = 0;
+  for (const auto& e : entries) unusable += !e.usable();
   std::string text =
       format("cache %s (%s)\n  %" PRIu64 " entries, %" PRIu64 " bytes of %" PRIu64 " allowed\n",
              i.dir.c_str(), i.enabled ? "enabled" : "disabled", i.entries, i.bytes, i.max_bytes);
+  if (unusable != 0) {
+    text += format("  %zu of them not used by this process (see tropical list --entries):\n", unusable) +
+            unusable_summary(entries, "    ");
+  }
   text += format("machine-wide:\n  hits %" PRIu64 ", misses %" PRIu64 ", compiles %" PRIu64
                  ", evictions %" PRIu64 ", errors %" PRIu64 "\n  bytes written %" PRIu64
                  ", bytes read %" PRIu64 ", compile time %.1f ms, load time %.3f ms\n",
                  s.hits, s.misses, s.compiles, s.evictions, s.errors, s.bytes_written, s.bytes_read,
                  static_cast<double>(s.compile_ns) * 1e-6, static_cast<double>(s.load_ns) * 1e-6);
   text += tiers_report(false);
-  text += "per kernel (cached architectures, entry bytes):\n";
+  text += "per kernel (architectures of its tuned entries usable by this process, entry bytes):\n";
   std::string json =
       "{\"schema\": 1, \"cache\": {\"dir\": " + json_quote(i.dir.string()) +
       ", \"enabled\": " + (i.enabled ? "true" : "false") + ", \"entries\": " + std::to_string(i.entries) +
       ", \"bytes\": " + std::to_string(i.bytes) + ", \"max_bytes\": " + std::to_string(i.max_bytes) +
-      "}, \"machine\": " + stats_json(s) + ", \"tiers\": " + tiers_report(true) + ", \"kernels\": [";
+      ", \"unusable\": " + std::to_string(unusable) + "}, \"machine\": " + stats_json(s) +
+      ", \"tiers\": " + tiers_report(true) + ", \"kernels\": [";
   std::size_t listed = 0;
   for (const auto& k : catalog::kInfo) {
     std::string line;
-    std::string entries;
-    for (const int arch : archs) {
-      std::uint64_t size = 0;
-      if (!entry_exists(static_cast<std::uint32_t>(k.id), arch, &size)) continue;
-      line += format(" sm_%d (%" PRIu64 ")", arch, size);
-      entries += format("%s{\"arch\": %d, \"bytes\": %" PRIu64 "}", entries.empty() ? "" : ", ", arch, size);
+    std::string json_entries;
+    for (const auto& e : entries) {
+      if (e.id != static_cast<std::uint32_t>(k.id) || e.tier != jit::Tier::kTuned || !e.usable()) continue;
+      line += format(" sm_%d (%" PRIu64 ")", e.arch, e.bytes);
+      json_entries += format("%s{\"arch\": %d, \"bytes\": %" PRIu64 "}", json_entries.empty() ? "" : ", ",
+                             e.arch, e.bytes);
     }
     if (line.empty()) continue;
     text += format("  %-36.*s%s\n", static_cast<int>(k.name.size()), k.name.data(), line.c_str());
     json += std::string(listed == 0 ? "" : ", ") + "{\"name\": " + json_quote(k.name) + ", \"entries\": [" +
-            entries + "]}";
+            json_entries + "]}";
     ++listed;
   }
   if (listed == 0) text += "  none cached\n";
@@ -276,8 +224,10 @@ int cmd_clear(int argc, char** argv) {
     print(
         "usage: tropical clear [NAME...]\n\n"
         "Without names, removes every entry of the disk cache. With names, removes only\n"
-        "those kernels' entries (tuned and quick), for every architecture (of this NVRTC build). An\n"
-        "unknown name removes nothing (exit 2). Statistics stay (see stats --zero).\n");
+        "those kernels' entries (tuned and quick) for every architecture, whichever NVRTC\n"
+        "build, format or source made them (entries whose header names the kernel; no\n"
+        "other file). An unknown name removes nothing (exit 2). Statistics stay (see\n"
+        "stats --zero). Only this user's entries are removed.\n");
     return kExitOk;
   }
   // Every name is checked before anything is removed.
@@ -293,19 +243,17 @@ int cmd_clear(int argc, char** argv) {
     print(format("removed %" PRIu64 " entries from %s\n", clear(), i.dir.c_str()));
     return kExitOk;
   }
+  // Every entry whose header names one of these kernels (or its quick fragment), for every arch and every
+  // NVRTC build, format or source: a file whose header does not say so is left alone.
   auto& reg = registry();
-  const std::vector<int> archs = probe_archs();
-  std::size_t removed = 0;
+  std::set<std::string, std::less<>> fragments;
+  for (const auto id : ids) {
+    for (auto& fragment : fragment_names(id)) fragments.insert(std::move(fragment.first));
+  }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (const auto id : ids) {
-    for (const int arch : archs) {
-      // The kernel's quick fragment too, where it has one.
-      for (const jit::Tier tier : {jit::Tier::kTuned, jit::Tier::kQuick}) {
-        if (reg.has_tier(id, tier)) removed += reg.disk().remove(reg.cache_key(id, arch, tier));
-      }
-    }
-  }
+  const auto removed = static_cast<std::size_t>(
+      reg.disk().remove_if([&](const jit::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
   print(format("removed %zu entries of %zu kernels from %s\n", removed, ids.size(), i.dir.c_str()));
   return kExitOk;
 }

@@ -11,13 +11,13 @@
 
 namespace tropical::cli {
 
-/// `tropical list`: the catalog and which kernels are cached for an arch.
+/// `tropical list`: the catalog, which kernels are cached for an arch, and every entry on disk (any NVRTC).
 int cmd_list(int argc, char** argv);
 /// `tropical warm`: compiles kernels into the disk cache; exit 1 if they could not be stored.
 int cmd_warm(int argc, char** argv);
 /// `tropical stats`: cache location, size and counters (text or JSON), or zeroes them.
 int cmd_stats(int argc, char** argv);
-/// `tropical clear`: removes every entry, or every arch's entries of the named kernels.
+/// `tropical clear`: removes every entry, or the named kernels' entries (every arch and NVRTC build).
 int cmd_clear(int argc, char** argv);
 /// `tropical config`: prints the settings of <cache dir>/tropical.conf, one of them, or sets one.
 int cmd_config(int argc, char** argv);
@@ -48,9 +48,5 @@ std::uint32_t kernel_by_name(const std::string& name);
 /// NVRTC loads, the arch must be one it compiles for (else one UsageError for
 /// --arch, Unavailable for GPU 0's); without NVRTC only the syntax is checked.
 int target_arch(const Args& args);
-
-/// Every arch an entry may exist for: those NVRTC 13 compiles for, and those
-/// the loaded NVRTC reports when it loads.
-std::vector<int> probe_archs();
 
 }  // namespace tropical::cli

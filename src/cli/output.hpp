@@ -1,11 +1,21 @@
-// Output helpers of the `tropical` command: JSON text and checked writes.
+// Output helpers of the `tropical` command: printf-style text, JSON text and checked writes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
 namespace tropical::cli {
+
+/// printf(fmt, args...) as a string.
+std::string format(const char* fmt, auto... args) {
+  const int n = std::snprintf(nullptr, 0, fmt, args...);
+  std::string out(static_cast<std::size_t>(std::max(n, 0)), '\0');
+  std::snprintf(out.data(), out.size() + 1, fmt, args...);
+  return out;
+}
 
 /// s as a JSON string literal (quotes, backslashes and control characters escaped).
 std::string json_quote(std::string_view s);

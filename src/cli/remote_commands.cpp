@@ -12,13 +12,6 @@
 namespace tropical::cli {
 namespace {
 
-std::string format(const char* fmt, auto... args) {
-  const int n = std::snprintf(nullptr, 0, fmt, args...);
-  std::string out(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
-  std::snprintf(out.data(), out.size() + 1, fmt, args...);
-  return out;
-}
-
 double ms(std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
 }  // namespace

@@ -91,4 +91,14 @@ std::optional<CacheKey> CacheKey::parse(std::string_view bytes, std::uint32_t* v
   return key;
 }
 
+KeyMismatch key_mismatch(const CacheKey& stored, std::uint32_t stored_version, const CacheKey& wanted) {
+  if (stored.kernel_name != wanted.kernel_name) return KeyMismatch::kKernel;
+  if (stored.arch != wanted.arch) return KeyMismatch::kArch;
+  if (stored.compiler != wanted.compiler) return KeyMismatch::kCompiler;
+  if (stored_version != kCacheFormatVersion) return KeyMismatch::kFormat;
+  if (stored.source_digest != wanted.source_digest) return KeyMismatch::kSource;
+  if (stored.options != wanted.options) return KeyMismatch::kOptions;
+  return KeyMismatch::kNone;
+}
+
 }  // namespace tropical::jit

@@ -233,28 +233,43 @@ bool remove_own_file(int dir_fd, const std::string& name) {
          st.st_uid == ::geteuid() && ::unlinkat(dir_fd, name.c_str(), 0) == 0;
 }
 
+std::optional<CacheKey> read_stored_key(int dir_fd, const std::string& name, std::uint32_t* version) {
+  // O_NONBLOCK: a FIFO put in the entry's place between the listing and this open must not block.
+  Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+    return std::nullopt;
+  const auto bytes = read_entry_key(fd.get(), static_cast<std::uint64_t>(st.st_size));
+  return bytes ? CacheKey::parse(*bytes, version) : std::nullopt;
+}
+
 std::string explain_absence(int dir_fd, const CacheKey& key) {
   std::string found;
   for (const auto& entry : list_entries(dir_fd)) {
-    Fd fd(::openat(dir_fd, entry.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!fd.valid()) continue;
     std::uint32_t version = 0;
-    const auto bytes = read_entry_key(fd.get(), entry.size, &version);
-    std::uint32_t key_version = 0;
-    const auto stored = bytes ? CacheKey::parse(*bytes, &key_version) : std::nullopt;
-    if (!stored || stored->kernel_name != key.kernel_name || stored->arch != key.arch) continue;
+    const auto stored = read_stored_key(dir_fd, entry.name, &version);
+    if (!stored) continue;
     // The most telling difference wins: another compiler explains a miss better than another format.
-    if (stored->compiler != key.compiler) {
-      return "entry for another NVRTC identity (" + entry.name.substr(0, 12) + "…: " + stored->compiler +
-             "; this process: " + key.compiler + ")";
-    }
-    if (found.empty() && key_version != kCacheFormatVersion) {
-      found = "entry for another format (version " + std::to_string(key_version) + ", this process " +
-              std::to_string(kCacheFormatVersion) + ")";
-    } else if (found.empty() && stored->source_digest != key.source_digest) {
-      found = "entry for another source of this kernel (" + stored->source_digest.substr(0, 12) + "…)";
-    } else if (found.empty() && stored->options != key.options) {
-      found = "entry compiled with other options";
+    switch (key_mismatch(*stored, version, key)) {
+      case KeyMismatch::kNone:  // the same key under another name: says nothing about this miss
+      case KeyMismatch::kKernel:
+      case KeyMismatch::kArch:
+        break;
+      case KeyMismatch::kCompiler:
+        return "entry for another NVRTC identity (" + entry.name.substr(0, 12) + "…: " + stored->compiler +
+               "; this process: " + key.compiler + ")";
+      case KeyMismatch::kFormat:
+        if (found.empty())
+          found = "entry for another format (version " + std::to_string(version) + ", this process " +
+                  std::to_string(kCacheFormatVersion) + ")";
+        break;
+      case KeyMismatch::kSource:
+        if (found.empty())
+          found = "entry for another source of this kernel (" + stored->source_digest.substr(0, 12) + "…)";
+        break;
+      case KeyMismatch::kOptions:
+        if (found.empty()) found = "entry compiled with other options";
+        break;
     }
   }
   return found;

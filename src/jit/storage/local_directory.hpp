@@ -79,6 +79,11 @@ void remove_stale_temps(int dir_fd);
 /// Unlinks name if it is a regular file of this user; true if it did.
 bool remove_own_file(int dir_fd, const std::string& name);
 
+/// The key that the header of entry file name (in the directory open on dir_fd) names, and the format
+/// version it was written with in *version; nullopt if the file is not a regular file of this user or does not
+/// start like an entry this library reads. Reads header and key only: nothing is verified or touched.
+std::optional<CacheKey> read_stored_key(int dir_fd, const std::string& name, std::uint32_t* version);
+
 /// For the decision log after a miss: "entry for another NVRTC identity (...)" or the like if the directory
 /// holds an entry of this kernel and arch made with another compiler, source, options or format; "" if none.
 std::string explain_absence(int dir_fd, const CacheKey& key);

@@ -63,6 +63,31 @@ bool LocalStore::remove(const CacheKey& key) {
          local::remove_own_file(impl_->dir.get(), key.digest() + std::string(local::kEntrySuffix));
 }
 
+std::vector<StoredEntry> LocalStore::entries() const {
+  const Impl& s = *impl_;
+  std::vector<StoredEntry> out;
+  if (!s.dir.valid()) return out;
+  for (auto& file : local::list_entries(s.dir.get())) {
+    StoredEntry entry;
+    entry.key = local::read_stored_key(s.dir.get(), file.name, &entry.format);
+    if (!entry.key) entry.format = 0;
+    entry.file = std::move(file.name);
+    entry.bytes = file.size;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::uint64_t LocalStore::remove_if(const std::function<bool(const CacheKey&)>& pick) {
+  Impl& s = *impl_;
+  std::uint64_t removed = 0;
+  for (const auto& entry : entries()) {
+    // An entry a process stores under this name meanwhile is one of the same key: the name is its digest.
+    if (entry.key && pick(*entry.key)) removed += local::remove_own_file(s.dir.get(), entry.file);
+  }
+  return removed;
+}
+
 std::uint64_t LocalStore::clear() {
   Impl& s = *impl_;
   if (!s.dir.valid()) return 0;

@@ -74,5 +74,24 @@ TEST(CacheKey, parse_refuses_truncated_extended_and_foreign_bytes) {
   EXPECT_FALSE(CacheKey::parse(future).has_value());
 }
 
+TEST(CacheKey, mismatch_names_the_most_telling_difference_first) {
+  const CacheKey wanted = make_key(1);
+  EXPECT_EQ(key_mismatch(wanted, kCacheFormatVersion, wanted), KeyMismatch::kNone);
+  CacheKey stored = wanted;
+  stored.options.push_back("-lineinfo");
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion, wanted), KeyMismatch::kOptions);
+  stored.source_digest[0] = stored.source_digest[0] == 'a' ? 'b' : 'a';
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion, wanted), KeyMismatch::kSource);
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion - 1, wanted), KeyMismatch::kFormat);
+  EXPECT_EQ(key_mismatch(wanted, kCacheFormatVersion - 1, wanted), KeyMismatch::kFormat)
+      << "the same fields in another format are another key";
+  stored.compiler = "libnvrtc.so.13.0.48:108000000";
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion - 1, wanted), KeyMismatch::kCompiler);
+  stored.arch = 80;
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion - 1, wanted), KeyMismatch::kArch);
+  stored.kernel_name += "_quick";
+  EXPECT_EQ(key_mismatch(stored, kCacheFormatVersion - 1, wanted), KeyMismatch::kKernel);
+}
+
 }  // namespace
 }  // namespace tropical::jit

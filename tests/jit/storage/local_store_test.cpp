@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <latch>
+#include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "test_support.hpp"
 #include "tropical/jit/storage/atomic_file.hpp"
@@ -1524,6 +1526,68 @@ TEST_F(LocalStoreTest, remove_takes_out_one_entry_and_only_a_file_of_this_user) 
   if (::geteuid() == 0) {
     ASSERT_EQ(::chown(cache.entry_path(make_key(2)).c_str(), 65534, 65534), 0);
     EXPECT_FALSE(cache.remove(make_key(2))) << "another user's file";
+    EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  }
+}
+
+TEST_F(LocalStoreTest, entries_lists_every_entry_of_every_compiler_with_its_key_and_touches_nothing) {
+  CacheKey other = make_key(2);
+  other.compiler = "libnvrtc.so.13.0.48:108000000";
+  {
+    LocalStore cache(config());
+    cache.get_or_compile(make_key(1), [] { return make_image(1); });
+    cache.get_or_compile(other, [] { return make_image(2); });
+  }
+  // A file named like an entry that does not start like one, and one that is not a regular file.
+  write_file(dir_ / (std::string(64, 'f') + ".entry"), "not an entry");
+  fs::create_directory(dir_ / (std::string(64, 'd') + ".entry"));
+  const auto mtime = fs::last_write_time(dir_ / (make_key(1).digest() + ".entry"));
+  LocalStore cache(config());
+  const CacheStats before = cache.machine_stats();
+  std::vector<StoredEntry> entries = cache.entries();
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.file < b.file; });
+  ASSERT_EQ(entries.size(), 3u);
+  std::map<std::string, const StoredEntry*> by_file;
+  for (const auto& e : entries) by_file[e.file] = &e;
+  const StoredEntry& mine = *by_file.at(make_key(1).digest() + ".entry");
+  ASSERT_TRUE(mine.key.has_value());
+  EXPECT_EQ(mine.key->serialize(), make_key(1).serialize());
+  EXPECT_EQ(mine.format, kCacheFormatVersion);
+  EXPECT_EQ(mine.bytes, fs::file_size(dir_ / mine.file));
+  const StoredEntry& theirs = *by_file.at(other.digest() + ".entry");
+  ASSERT_TRUE(theirs.key.has_value());
+  EXPECT_EQ(theirs.key->compiler, other.compiler);
+  const StoredEntry& foreign = *by_file.at(std::string(64, 'f') + ".entry");
+  EXPECT_FALSE(foreign.key.has_value());
+  EXPECT_EQ(foreign.format, 0u);
+  const CacheStats after = cache.machine_stats();
+  EXPECT_EQ(std::tuple(after.hits, after.misses, after.errors, after.bytes_read),
+            std::tuple(before.hits, before.misses, before.errors, before.bytes_read))
+      << "listing counts nothing";
+  EXPECT_EQ(fs::last_write_time(dir_ / (make_key(1).digest() + ".entry")), mtime)
+      << "nor refreshes an LRU time";
+}
+
+TEST_F(LocalStoreTest, remove_if_takes_out_entries_of_every_compiler_and_never_a_file_it_cannot_read) {
+  LocalStore cache(config());
+  CacheKey other = make_key(1);
+  other.compiler = "libnvrtc.so.13.0.48:108000000";
+  cache.get_or_compile(make_key(1), [] { return make_image(1); });
+  cache.get_or_compile(other, [] { return make_image(1); });
+  cache.get_or_compile(make_key(2), [] { return make_image(2); });
+  const fs::path foreign = dir_ / (std::string(64, 'f') + ".entry");
+  write_file(foreign, "not an entry " + make_key(1).kernel_name);
+  ::chmod(foreign.c_str(), 0600);
+  const std::string name = make_key(1).kernel_name;
+  EXPECT_EQ(cache.remove_if([&](const CacheKey& key) { return key.kernel_name == name; }), 2u);
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(1))));
+  EXPECT_FALSE(fs::exists(cache.entry_path(other)));
+  EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_TRUE(fs::exists(foreign)) << "a file whose header is not an entry's is never removed";
+  EXPECT_EQ(cache.remove_if([](const CacheKey&) { return false; }), 0u);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(cache.entry_path(make_key(2)).c_str(), 65534, 65534), 0);
+    EXPECT_EQ(cache.remove_if([](const CacheKey&) { return true; }), 0u) << "another user's entry stays";
     EXPECT_TRUE(fs::exists(cache.entry_path(make_key(2))));
   }
 }

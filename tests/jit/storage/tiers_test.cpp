@@ -231,5 +231,83 @@ TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
+// The log's other causes (issue 11): another format, a refused file, a hit below the primary, an eviction.
+TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_an_eviction) {
+  const auto capture = [](const auto& body) {
+    ::testing::internal::CaptureStderr();
+    body();
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string in_primary = ": miss in local " + dir_.string() + ": ";
+  {
+    LocalStore writer(config());
+    writer.get_or_compile(make_key(2), [] { return make_image(2); });
+  }
+  // What format version 1 wrote for key 1, under its own name: the log reads no more than header and key.
+  std::string key_v1 = make_key(1).serialize();
+  key_v1[8 + std::string_view("tropical.jit.CacheKey").size()] = 1;
+  // magic | u32 version 1, u32 flags 0 | u64 key size | u64 cubin size 0 | u64 ptx size 0 | checksum [32] |
+  // key
+  std::string v1("TROPJIT\n");
+  for (const std::uint64_t field :
+       {std::uint64_t{1}, std::uint64_t{key_v1.size()}, std::uint64_t{0}, std::uint64_t{0}}) {
+    for (int i = 0; i < 8; ++i) v1.push_back(static_cast<char>(field >> (8 * i)));
+  }
+  v1 += std::string(32, '\0') + key_v1;
+  const fs::path v1_path = dir_ / (Sha256::hex(Sha256::of(key_v1)) + ".entry");
+  write_file(v1_path, v1);
+  fs::permissions(v1_path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  // A sound entry this user's mode check refuses.
+  fs::permissions(LocalStore(config()).entry_path(make_key(2)),
+                  fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+
+  CacheConfig c = config();
+  c.log = LogLevel::kInfo;
+  {
+    Tiers tiers(c);
+    std::string err = capture([&] { tiers.get_or_compile(make_key(1), [] { return make_image(1); }); });
+    EXPECT_TRUE(has(err, make_key(1).kernel_name + " sm_90" + in_primary +
+                             "entry for another format (version 1, this process " +
+                             std::to_string(kCacheFormatVersion) + ")"))
+        << err;
+    err = capture([&] { tiers.get_or_compile(make_key(2), [] { return make_image(2); }); });
+    EXPECT_TRUE(
+        has(err, make_key(2).kernel_name + " sm_90" + in_primary + "entry with mode 0644 (want 0600)"))
+        << err;
+    if (::geteuid() == 0) {
+      const fs::path path = tiers.primary().entry_path(make_key(2));
+      ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+      fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+      err = capture([&] { tiers.get_or_compile(make_key(2), [] { return make_image(2); }); });
+      EXPECT_TRUE(has(err, in_primary + "entry owned by uid 65534")) << err;
+    }
+  }
+
+  // A hit below the primary, and where it was copied.
+  {
+    LocalStore layer(below());
+    layer.get_or_compile(make_key(3), [] { return make_image(3); });
+  }
+  std::vector<std::unique_ptr<Store>> others;
+  others.push_back(std::make_unique<ReadOnlyTier>(below()));
+  Tiers layered(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kInfo);
+  std::string err = capture([&] { layered.get_or_compile(make_key(3), [] { return make_image(3); }); });
+  EXPECT_TRUE(has(err, make_key(3).kernel_name + " sm_90: hit in read-only local " + below().dir.string()))
+      << err;
+  EXPECT_TRUE(has(err, make_key(3).kernel_name + " sm_90: copied into local " + dir_.string())) << err;
+
+  // An eviction: a limit of one entry and a half.
+  CacheConfig small = c;
+  small.dir = root_ / "small";
+  small.max_bytes = entry_size() * 3 / 2;
+  Tiers tight(small);
+  tight.get_or_compile(make_key(4), [] { return make_image(4); });
+  err = capture([&] { tight.get_or_compile(make_key(5), [] { return make_image(5); }); });
+  EXPECT_TRUE(has(err, "local " + small.dir.string() + ": evicted 1 entries (")) << err;
+}
+
 }  // namespace
 }  // namespace tropical::jit

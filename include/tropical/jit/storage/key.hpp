@@ -30,4 +30,19 @@ struct CacheKey {
   static std::optional<CacheKey> parse(std::string_view bytes, std::uint32_t* version = nullptr);
 };
 
+/// How a stored key differs from the one wanted; the order is the order of importance.
+enum class KeyMismatch {
+  kNone,      ///< the same key: the entry is usable
+  kKernel,    ///< another kernel
+  kArch,      ///< another architecture
+  kCompiler,  ///< another NVRTC build (identity)
+  kFormat,    ///< another entry format version
+  kSource,    ///< another source of the kernel
+  kOptions,   ///< other compile options
+};
+
+/// The first difference, in KeyMismatch's order, between stored (written with format version
+/// stored_version, as CacheKey::parse reports it) and wanted (of kCacheFormatVersion).
+KeyMismatch key_mismatch(const CacheKey& stored, std::uint32_t stored_version, const CacheKey& wanted);
+
 }  // namespace tropical::jit

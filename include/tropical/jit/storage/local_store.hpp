@@ -6,8 +6,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tropical/jit/storage/config.hpp"
+#include "tropical/jit/storage/key.hpp"
 #include "tropical/jit/storage/stats_file.hpp"
 #include "tropical/jit/storage/store.hpp"
 
@@ -20,6 +22,14 @@ struct CacheInfo {
   std::uint64_t entries = 0;    ///< entry files of this user present
   std::uint64_t bytes = 0;      ///< their total size
   std::uint64_t max_bytes = 0;  ///< the eviction limit
+};
+
+/// One entry file of this user in the cache directory, as its header describes it.
+struct StoredEntry {
+  std::string file;             ///< its name in the directory, "<64 hex digits>.entry"
+  std::uint64_t bytes = 0;      ///< its size
+  std::optional<CacheKey> key;  ///< the key its header names; nullopt if it does not start like our entries
+  std::uint32_t format = 0;     ///< the format version the key was written with (0 without a key)
 };
 
 /// The primary tier: a directory of entries shared by every process of the user on the machine.
@@ -86,6 +96,13 @@ class LocalStore final : public Store {
   void zero_stats();
   /// Removes the entry for key if it is a file of this user; true if one was removed.
   bool remove(const CacheKey& key);
+  /// Every entry file of this user (any NVRTC build, format or source) with the key its header names; reads
+  /// headers and keys only: nothing is verified, counted or touched (no LRU time). Empty when unusable.
+  std::vector<StoredEntry> entries() const;
+  /// Removes the entry files of this user whose header names a key for which pick(key) is true, whatever
+  /// NVRTC build, format or source made them; a file whose header is not one we read is kept. Returns how
+  /// many were removed.
+  std::uint64_t remove_if(const std::function<bool(const CacheKey&)>& pick);
   /// Removes every entry of this user and our stale temporary files (never lock or statistics files, never
   /// another tool's files). Returns the number of entries removed.
   std::uint64_t clear();
