@@ -57,9 +57,9 @@ struct Registry::Counters {
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
+      functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       tier_config_(std::move(tiers)),
       tiers_(std::make_unique<Tiers>(cache)),
-      functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       counters_(std::make_unique<Counters[]>(catalog.size())),
       images_(std::make_unique<ImageTable>()),
       pool_(std::make_unique<BackgroundPool>(tier_config_.background_threads)) {
@@ -220,6 +220,7 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
       // only the calls that allow nothing else.
       if (tier_config_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
         slot.current.store(&slot.tuned, std::memory_order_release);
+        slot.settled.store(slot.tuned.function, std::memory_order_release);
       }
       if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
         counters_[id].first_to_tuned_ns = static_cast<std::uint64_t>(now_ns() - first);
