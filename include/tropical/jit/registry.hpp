@@ -59,8 +59,9 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// from memory (the first tier: this registry's image slots), else the
 /// persistent tiers in order (Tiers: the local directory, then whatever the
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
-/// compile_options()), then loaded with cuModuleLoadData in the device's
-/// primary context. Images are shared by devices of the same arch.
+/// compile_options(); Effort::kLight for quick fragments), then loaded with
+/// cuModuleLoadData in the device's primary context. Images are shared by
+/// devices of the same arch.
 ///
 /// Tiers (a TierConfig with a quick table; README, "First use"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
@@ -191,7 +192,7 @@ class Registry {
   Resolved load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module);
   ImageSlot& image_slot(std::uint32_t id, int arch, Tier tier);
   const KernelSource& source(std::uint32_t id, Tier tier) const;
-  CompiledImage run_compiler(const KernelSource& kernel, int arch) const;
+  CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
   // catalog_ and functions_ first: the hot path reads both, from one cache line.
   Catalog catalog_;
