@@ -45,7 +45,7 @@ jit::CacheConfig bench_cache() {
   return config;
 }
 
-// Hot path: kernel already resolved in this process. Target: <= 5 ns, flat
+// Hot path: kernel already resolved in this process. Target: <= 2 ns, flat
 // from 1 to 16 threads (one acquire load, no lock, no shared writes).
 void BM_hot_lookup(benchmark::State& state) {
   if (!jit::driver::available()) {

@@ -143,22 +143,30 @@ Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
               static_cast<unsigned>(e.batch < kMaxGridZ ? e.batch : kMaxGridZ)};
 }
 
-/// Launches kernel `id` (whichever tier the registry serves this call) on `device`.
-void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
-  const auto& api = jit::driver::api();
-  const auto index = static_cast<std::size_t>(id);
-  // Checked against the tuned kernel's grid, so a call fails the same way on
-  // either tier; the quick kernel (smaller tiles) serves only where its grid fits.
-  grid_for(catalog::kTunedLaunch[index], e);
-  jit::driver::ScopedContext context(device);
+/// What a call of kernel `id` over `e` on `stream` allows (the first-use rules): the
+/// quick kernel (smaller tiles) only where its grid fits.
+jit::Request request_for(std::size_t index, const Extent& e, CUstream stream) {
   const bool quick_fits = (e.m - 1) / catalog::kQuickLaunch[index].tile_m + 1 <= kMaxGridY;
   const double macs = static_cast<double>(e.m) * static_cast<double>(e.n) * static_cast<double>(e.k) *
                       static_cast<double>(e.batch);
-  const jit::Resolved& kernel =
-      registry().kernel(static_cast<std::uint32_t>(id), device, jit::Request{macs, stream, quick_fits});
-  const Grid grid = grid_for(kernel.launch, e);
-  jit::driver::check(api.cuLaunchKernel(kernel.function, grid.x, grid.y, grid.z, kernel.launch.block_x,
-                                        kernel.launch.block_y, 1, kernel.launch.smem_bytes, stream, args, nullptr),
+  return jit::Request{macs, stream, quick_fits};
+}
+
+/// Launches kernel `id` (whichever tier the registry serves this call) on `device`.
+void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
+  const auto& api = jit::driver::api();
+  const auto index = static_cast<std::uint32_t>(id);
+  jit::Registry& reg = registry();
+  // Checked against the tuned kernel's grid, so a call fails the same way on either tier.
+  const Grid tuned_grid = grid_for(catalog::kTunedLaunch[index], e);
+  jit::driver::ScopedContext context(device);
+  // Once the tuned kernel is published this is the whole lookup; the request
+  // (the cost model's facts) is made only until then.
+  const jit::Resolved* kernel = reg.settled(index, device);
+  if (kernel == nullptr) kernel = &reg.kernel(index, device, request_for(index, e, stream));
+  const Grid grid = kernel->tier == jit::Tier::kTuned ? tuned_grid : grid_for(kernel->launch, e);
+  jit::driver::check(api.cuLaunchKernel(kernel->function, grid.x, grid.y, grid.z, kernel->launch.block_x,
+                                        kernel->launch.block_y, 1, kernel->launch.smem_bytes, stream, args, nullptr),
                      "cuLaunchKernel");
 }
 

@@ -9,14 +9,18 @@
 
 namespace tropical {
 
-jit::Registry& registry() {
+std::atomic<jit::Registry*> detail::registry_instance{nullptr};
+
+jit::Registry& detail::create_registry() {
   // Leaked on purpose: no destructor may unload modules while the driver
   // tears itself down at exit.
   static jit::Registry* const instance = [] {
     jit::TierConfig tiers;
     tiers.table = catalog::kTiers;
     tiers.mode = jit::tier_mode_from_env();
-    return new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
+    auto* made = new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
+    registry_instance.store(made, std::memory_order_release);
+    return made;
   }();
   return *instance;
 }

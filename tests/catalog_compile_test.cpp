@@ -17,7 +17,7 @@
 namespace tropical {
 namespace {
 
-void compile_whole_catalog(int arch, jit::Catalog table = catalog::kKernels) {
+void compile_whole_catalog(int arch, jit::Catalog table = catalog::kKernels, jit::Effort effort = jit::Effort::kFull) {
   std::atomic<std::size_t> next{0};
   std::mutex failures_mutex;
   std::vector<std::string> failures;
@@ -26,7 +26,7 @@ void compile_whole_catalog(int arch, jit::Catalog table = catalog::kKernels) {
       const auto& kernel = table[i];
       if (kernel.source.empty()) continue;  // a kernel with one tier
       try {
-        const jit::CompiledImage image = jit::compile(kernel, arch);
+        const jit::CompiledImage image = jit::compile(kernel, arch, effort);
         if (image.cubin.size() < 4 || image.ptx.find(kernel.name) == std::string::npos) {
           std::lock_guard lock(failures_mutex);
           failures.push_back(std::string(kernel.name) + ": empty CUBIN or PTX without the kernel");
@@ -48,11 +48,11 @@ TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_90) { compile_whole_ca
 TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_80) { compile_whole_catalog(80); }
 
 TEST(CatalogCompile, every_quick_fragment_compiles_alone_for_sm_90) {
-  compile_whole_catalog(90, catalog::kQuickKernels);
+  compile_whole_catalog(90, catalog::kQuickKernels, jit::effort_of(jit::Tier::kQuick));
 }
 
 TEST(CatalogCompile, every_quick_fragment_compiles_alone_for_sm_80) {
-  compile_whole_catalog(80, catalog::kQuickKernels);
+  compile_whole_catalog(80, catalog::kQuickKernels, jit::effort_of(jit::Tier::kQuick));
 }
 
 TEST(CatalogCompile, table_entries_are_dense_and_named_by_their_parameters) {

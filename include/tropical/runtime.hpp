@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -10,11 +11,25 @@
 
 namespace tropical {
 
+namespace detail {
+
+/// The process-wide registry once registry() has created it, else null.
+extern std::atomic<jit::Registry*> registry_instance;
+
+/// Creates the process-wide registry (once; thread-safe) and returns it.
+jit::Registry& create_registry();
+
+}  // namespace detail
+
 /// The process-wide registry of the generated catalog behind every product,
 /// with the disk cache configured from the environment (see CacheConfig::from_env).
-/// Created on first use and never destroyed. Never fails for the cache: a
-/// malformed TROPICAL_CACHE_MAX_SIZE warns once and keeps the default.
-jit::Registry& registry();
+/// Created on first use and never destroyed; afterwards one acquire load.
+/// Never fails for the cache: a malformed TROPICAL_CACHE_MAX_SIZE warns once
+/// and keeps the default.
+inline jit::Registry& registry() {
+  if (jit::Registry* r = detail::registry_instance.load(std::memory_order_acquire)) [[likely]] return *r;
+  return detail::create_registry();
+}
 
 /// Compiles `kernels` (the whole catalog if empty) for sm_<arch> into memory
 /// and the disk cache on `threads` workers (0: every core). Needs no GPU.

@@ -198,22 +198,27 @@ bool reports_warning(std::string_view log) {
 
 }  // namespace
 
-std::vector<std::string> compile_options(int arch) {
-  return {
+std::vector<std::string> compile_options(int arch, Effort effort) {
+  std::vector<std::string> options = {
       "--gpu-architecture=sm_" + std::to_string(arch),
       "--std=c++17",
       "--fmad=false",
       "--ftz=false",
   };
+  if (effort == Effort::kLight) {
+    options.emplace_back("--Ofast-compile=min");
+    options.emplace_back("--minimal");
+  }
+  return options;
 }
 
-CompiledImage compile(const KernelSource& kernel, int arch) {
+CompiledImage compile(const KernelSource& kernel, int arch, Effort effort) {
   // An exit handler waits for compiles in flight: NVRTC's own exit handlers
   // would pull its state from under them (src/jit/exit_guard.cpp).
   const exit_guard::Scope guard;
   if (!guard) throw Unavailable("tropical: not compiling " + std::string(kernel.name) + ": the process is exiting");
   const Nvrtc& api = nvrtc();
-  std::vector<std::string> options = compile_options(arch);
+  std::vector<std::string> options = compile_options(arch, effort);
   const std::string name(kernel.name);
 
   // Every failure after loading is reported as a CompileError of this kernel.

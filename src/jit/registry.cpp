@@ -57,9 +57,9 @@ struct Registry::Counters {
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
+      functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       tier_config_(std::move(tiers)),
       tiers_(std::make_unique<Tiers>(cache)),
-      functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       counters_(std::make_unique<Counters[]>(catalog.size())),
       images_(std::make_unique<ImageTable>()),
       pool_(std::make_unique<BackgroundPool>(tier_config_.background_threads)) {
@@ -78,8 +78,8 @@ Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
   if (!tier_config_.loader) tier_config_.loader = driver_loader();
 }
 
-CompiledImage Registry::run_compiler(const KernelSource& kernel, int arch) const {
-  return tier_config_.compiler ? tier_config_.compiler(kernel, arch) : compile(kernel, arch);
+CompiledImage Registry::run_compiler(const KernelSource& kernel, int arch, Tier tier) const {
+  return tier_config_.compiler ? tier_config_.compiler(kernel, arch) : compile(kernel, arch, effort_of(tier));
 }
 
 Registry::~Registry() {
@@ -118,7 +118,7 @@ const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
 
 CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
   const KernelSource& kernel = source(id, tier);
-  return CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch), arch,
+  return CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch, effort_of(tier)), arch,
                   nvrtc_identity()};
 }
 
@@ -153,7 +153,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
               std::atomic<unsigned>& n;
               ~Leave() { --n; }
             } leave{compiling_};
-            CompiledImage image = run_compiler(kernel, arch);
+            CompiledImage image = run_compiler(kernel, arch, tier);
             counters.compile_ns += nanoseconds_since(start);
             if (tier == Tier::kQuick) ++counters.quick_compiles;
             if (t_background) ++counters.background_compiles;
@@ -196,7 +196,7 @@ Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmod
     // (which also replaces an entry whose PTX is damaged).
     const auto compile_ptx = [&] {
       const auto compile_start = Clock::now();
-      CompiledImage compiled = run_compiler(source(id, tier), arch);
+      CompiledImage compiled = run_compiler(source(id, tier), arch, tier);
       ++counters_[id].compiles;
       counters_[id].compile_ns += nanoseconds_since(compile_start);
       return compiled;
@@ -220,6 +220,7 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
       // only the calls that allow nothing else.
       if (tier_config_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
         slot.current.store(&slot.tuned, std::memory_order_release);
+        slot.settled.store(slot.tuned.function, std::memory_order_release);
       }
       if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
         counters_[id].first_to_tuned_ns = static_cast<std::uint64_t>(now_ns() - first);

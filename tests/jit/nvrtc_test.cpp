@@ -92,6 +92,13 @@ TEST(CompileOptions, are_a_fixed_list_naming_the_arch) {
   }
 }
 
+TEST(CompileOptions, light_effort_adds_only_compile_time_options_to_the_full_list) {
+  std::vector<std::string> expected = compile_options(90);
+  expected.insert(expected.end(), {"--Ofast-compile=min", "--minimal"});
+  EXPECT_EQ(compile_options(90, Effort::kLight), expected);
+  EXPECT_EQ(compile_options(90, Effort::kFull), compile_options(90));
+}
+
 TEST_F(FreshProcessDeathTest, identity_is_found_without_loading_libnvrtc) {
   EXPECT_EXIT(
       {
@@ -202,11 +209,14 @@ TEST(Compile, keeps_multiply_and_add_separate_and_subnormals) {
       "extern \"C\" __global__ void tropical_probe_muladd(float* c, const float* a, const float* b) {\n"
       "  c[0] = a[0] * b[0] + c[0];\n"
       "}\n"};
-  const CompiledImage image = compile(k.view(), 90);
-  EXPECT_TRUE(contains(image.ptx, "mul.rn.f32")) << image.ptx;
-  EXPECT_TRUE(contains(image.ptx, "add.rn.f32")) << image.ptx;
-  EXPECT_FALSE(contains(image.ptx, "fma.")) << image.ptx;
-  EXPECT_FALSE(contains(image.ptx, ".ftz")) << image.ptx;
+  // Both efforts: a quick kernel must round exactly as the tuned one does.
+  for (const Effort effort : {Effort::kFull, Effort::kLight}) {
+    const CompiledImage image = compile(k.view(), 90, effort);
+    EXPECT_TRUE(contains(image.ptx, "mul.rn.f32")) << image.ptx;
+    EXPECT_TRUE(contains(image.ptx, "add.rn.f32")) << image.ptx;
+    EXPECT_FALSE(contains(image.ptx, "fma.")) << image.ptx;
+    EXPECT_FALSE(contains(image.ptx, ".ftz")) << image.ptx;
+  }
 }
 
 TEST(Compile, syntax_error_throws_compile_error_with_log_and_options) {

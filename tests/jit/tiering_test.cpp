@@ -127,6 +127,11 @@ TEST(Tiering, sixteen_threads_racing_on_first_use_get_one_quick_and_one_tuned_co
       for (;;) {
         const Resolved& r = registry.kernel(0, 0);
         expect_consistent(r);
+        // The hot path's load races with the publication: it sees nothing or the whole tuned kernel.
+        if (const Resolved* hot = registry.settled(0, 0)) {
+          EXPECT_EQ(hot->tier, Tier::kTuned);
+          expect_consistent(*hot);
+        }
         ++calls[t];
         if (r.tier == Tier::kTuned || Clock::now() > deadline) break;
         ++quick_seen[t];
@@ -177,6 +182,25 @@ void expect_waits_for_tuned(Gated& g, const Request& request) {
   EXPECT_EQ(g.compiler.tuned, 1);
 }
 
+TEST(Tiering, hot_path_is_empty_while_the_quick_kernel_serves_and_then_gives_the_tuned_one) {
+  Gated g;
+  Registry& registry = *g.registry;
+  EXPECT_EQ(registry.settled(0, 0), nullptr);
+  g.open.set_value();
+  const auto deadline = Clock::now() + 30s;
+  while (registry.kernel(0, 0).tier != Tier::kTuned && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  const Resolved* hot = registry.settled(0, 0);
+  ASSERT_NE(hot, nullptr);
+  EXPECT_EQ(hot, &registry.kernel(0, 0, Request{1e15, kCapturing, true}));
+  expect_consistent(*hot);
+  EXPECT_EQ(registry.function(0, 0), hot->function);
+  // Outside the table: nothing, never an exception.
+  EXPECT_EQ(registry.settled(1, 0), nullptr);
+  EXPECT_EQ(registry.settled(0, -1), nullptr);
+  EXPECT_EQ(registry.settled(0, Registry::kMaxDevices), nullptr);
+  EXPECT_EQ(registry.settled(0, 1), nullptr);  // another device: not resolved there
+}
+
 TEST(Tiering, a_capturing_stream_never_gets_the_quick_kernel) {
   Gated g;
   EXPECT_EQ(g.registry->kernel(0, 0, Request{0, nullptr, true}).tier, Tier::kQuick);
@@ -217,6 +241,7 @@ TEST(Tiering, failed_tuned_compile_leaves_the_quick_kernel_serving_and_capture_g
   EXPECT_EQ(registry.kernel(0, 0).tier, Tier::kQuick);
   EXPECT_EQ(registry.kernel(0, 0, Request{1e15, nullptr, true}).tier, Tier::kQuick);
   EXPECT_THROW(registry.function(0, 0), CompileError);
+  EXPECT_EQ(registry.settled(0, 0), nullptr);
   EXPECT_EQ(compiler.tuned, 1);
 }
 
@@ -239,6 +264,8 @@ TEST(Tiering, quick_only_mode_serves_the_quick_kernel_and_never_compiles_the_tun
   // function() promises the tuned kernel: it gets it, and the quick one stays published.
   EXPECT_EQ(registry.function(0, 0), reinterpret_cast<CUfunction>(&g_tuned_token));
   EXPECT_EQ(registry.kernel(0, 0).tier, Tier::kQuick);
+  EXPECT_EQ(registry.settled(0, 0), nullptr) << "the hot path would skip the quick kernel";
+  EXPECT_EQ(registry.function(0, 0), reinterpret_cast<CUfunction>(&g_tuned_token));
   EXPECT_EQ(compiler.tuned, 1);
 }
 

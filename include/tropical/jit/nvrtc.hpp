@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,14 @@ struct CompiledImage {
   std::string ptx;
 };
 
+/// How much work NVRTC spends on a fragment's code.
+enum class Effort : std::uint8_t {
+  kFull,   ///< full optimisation: every kernel that stays (tuned, or a kernel with one tier)
+  kLight,  ///< less optimisation for a shorter compile: quick fragments, which serve only until the tuned one loads
+};
+
 /// The fixed NVRTC option list used for every compile for `sm_<arch>`
-/// (arch = 10 * major + minor, e.g. 90), in the order it is passed:
+/// (arch = 10 * major + minor, e.g. 90) with kFull effort, in the order it is passed:
 ///   --gpu-architecture=sm_<arch>  a real architecture, so NVRTC emits CUBIN
 ///                                 (it emits none for a virtual compute_XY);
 ///   --std=c++17                   the dialect the fragments are written in,
@@ -25,16 +32,22 @@ struct CompiledImage {
 ///                                 product and sum rounds as the CPU reference does;
 ///   --ftz=false                   keep float subnormals (NVRTC's default, pinned),
 ///                                 so max/min/+ see the same values as the CPU.
+/// kLight appends two options that leave the arithmetic as it is (same
+/// --fmad/--ftz, so the same bits) and cut ~25% of a quick fragment's compile
+/// (bench/RESULTS.md, "Cheaper quick compiles"):
+///   --Ofast-compile=min           less NVVM optimisation, ptxas at -O1;
+///   --minimal                     no implicit CUDA runtime/texture declarations
+///                                 (the fragments are self-contained).
 /// No option turns warnings into errors (NVRTC 13 has none); compile() rejects
 /// any log that reports a warning instead.
-std::vector<std::string> compile_options(int arch);
+std::vector<std::string> compile_options(int arch, Effort effort = Effort::kFull);
 
 /// Compiles `kernel.source` alone to CUBIN and PTX for sm_<arch> with
-/// compile_options(arch). Opens libnvrtc with dlopen on the first call.
+/// compile_options(arch, effort). Opens libnvrtc with dlopen on the first call.
 /// Thread-safe. Throws CompileError (with the NVRTC log and options) if the
 /// fragment does not compile or NVRTC prints any warning, Unavailable if
 /// libnvrtc cannot be loaded.
-CompiledImage compile(const KernelSource& kernel, int arch);
+CompiledImage compile(const KernelSource& kernel, int arch, Effort effort = Effort::kFull);
 
 /// Identity of the NVRTC that compile() would use (its resolved file name and
 /// size, e.g. "libnvrtc.so.13.0.88:109338064", or the soname and the CUDA

@@ -59,8 +59,9 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// from memory (the first tier: this registry's image slots), else the
 /// persistent tiers in order (Tiers: the local directory, then whatever the
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
-/// compile_options()), then loaded with cuModuleLoadData in the device's
-/// primary context. Images are shared by devices of the same arch.
+/// compile_options(); Effort::kLight for quick fragments), then loaded with
+/// cuModuleLoadData in the device's primary context. Images are shared by
+/// devices of the same arch.
 ///
 /// Tiers (a TierConfig with a quick table; README, "First use"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
@@ -95,19 +96,32 @@ class Registry {
 
   /// The kernel `id` loaded on `device` for one call, compiled or loaded on
   /// first use: the tuned kernel, or the quick one where `request` allows it.
-  /// Hot path once the tuned kernel is published: one acquire load, no lock.
+  /// Hot path once the tuned kernel is published: settled(), then no lock.
   /// Throws CompileError, CudaError, Unavailable, or InvalidArgument for a bad id or device.
   const Resolved& kernel(std::uint32_t id, int device, const Request& request = {}) {
-    if (id < catalog_.size() && device >= 0 && device < kMaxDevices) {
-      const Resolved* r = functions_[id * kMaxDevices + device].current.load(std::memory_order_acquire);
-      if (r != nullptr && r->tier == Tier::kTuned) [[likely]] return *r;
-    }
+    if (const Resolved* r = settled(id, device)) [[likely]] return *r;
     return resolve(id, device, request);
+  }
+
+  /// The tuned kernel `id` on `device` if it is published for every call,
+  /// else null (also for a bad id or device): one acquire load of the slot's
+  /// published function, no other branch on the kernel's state. Never blocks or throws.
+  const Resolved* settled(std::uint32_t id, int device) const noexcept {
+    if (id < catalog_.size() && static_cast<unsigned>(device) < kMaxDevices) {
+      const FunctionSlot& slot = functions_[id * kMaxDevices + static_cast<unsigned>(device)];
+      if (slot.settled.load(std::memory_order_acquire) != nullptr) [[likely]] return &slot.tuned;
+    }
+    return nullptr;
   }
 
   /// The tuned kernel `id` on `device` (waits for it on first use); throws like kernel().
   CUfunction function(std::uint32_t id, int device) {
-    return kernel(id, device, Request{0, nullptr, false}).function;
+    if (id < catalog_.size() && static_cast<unsigned>(device) < kMaxDevices) {
+      const CUfunction f =
+          functions_[id * kMaxDevices + static_cast<unsigned>(device)].settled.load(std::memory_order_acquire);
+      if (f != nullptr) [[likely]] return f;
+    }
+    return resolve(id, device, Request{0, nullptr, false}).function;
   }
 
   /// The compiled image of kernel `id` for sm_<arch>, from memory, disk or
@@ -152,16 +166,21 @@ class Registry {
  private:
   /// One (kernel, device): the published kernel, the error that stopped it,
   /// and both tiers' loads. `current` points at `quick` or `tuned`, each
-  /// written once before it is published and never again.
-  struct FunctionSlot {
+  /// written once before it is published and never again. `settled` is
+  /// tuned.function, stored (release) when the tuned kernel is published for
+  /// every call: the hot path reads it and `tuned`, both in the slot's first
+  /// cache line, and nothing else of the slot.
+  struct alignas(64) FunctionSlot {
+    std::atomic<CUfunction> settled{nullptr};
+    Resolved tuned;
     std::atomic<const Resolved*> current{nullptr};
     std::once_flag once;
-    std::exception_ptr error;
     std::once_flag tuned_once;
-    std::exception_ptr tuned_error;
-    Resolved quick, tuned;
-    CUmodule quick_module = nullptr, tuned_module = nullptr;
     std::atomic<std::int64_t> first_call_ns{0};  // steady clock; 0: the tuned kernel was published first
+    std::exception_ptr error;
+    std::exception_ptr tuned_error;
+    Resolved quick;
+    CUmodule quick_module = nullptr, tuned_module = nullptr;
   };
   struct ImageSlot;
   struct Counters;
@@ -173,12 +192,13 @@ class Registry {
   Resolved load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module);
   ImageSlot& image_slot(std::uint32_t id, int arch, Tier tier);
   const KernelSource& source(std::uint32_t id, Tier tier) const;
-  CompiledImage run_compiler(const KernelSource& kernel, int arch) const;
+  CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
+  // catalog_ and functions_ first: the hot path reads both, from one cache line.
   Catalog catalog_;
+  std::unique_ptr<FunctionSlot[]> functions_;
   TierConfig tier_config_;
   std::unique_ptr<Tiers> tiers_;
-  std::unique_ptr<FunctionSlot[]> functions_;
   std::unique_ptr<Counters[]> counters_;
   struct ImageTable;
   std::unique_ptr<ImageTable> images_;

@@ -20,6 +20,9 @@ enum class Tier : std::uint8_t {
   kQuick,  ///< simple tile; compiles in ~0.1 s, serves until the tuned one is loaded
 };
 
+/// The NVRTC effort for a tier's fragments: kLight for the quick tier, kFull for the tuned one.
+constexpr Effort effort_of(Tier tier) noexcept { return tier == Tier::kQuick ? Effort::kLight : Effort::kFull; }
+
 /// How the host launches one tier of a kernel: block shape and the tile of the output one block computes.
 struct LaunchShape {
   unsigned block_x = 0, block_y = 0, tile_m = 0, tile_n = 0, smem_bytes = 0;
