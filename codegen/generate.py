@@ -111,7 +111,7 @@ def add_quick_tier(env, k):
     if ")TROPICAL_SRC" in k.quick_source:
         raise SystemExit(f"{k.quick_name}: fragment contains the raw-string delimiter")
     k.quick_digest = hashlib.sha256(k.quick_source.encode()).hexdigest()
-    k.cost = {"quick_macs_per_ns": spec.QUICK_MACS_PER_NS[k.type],
+    k.cost = {"quick_macs_per_ns": spec.quick_macs_per_ns(k),
               "tuned_compile_ms": spec.TUNED_COMPILE_MS[k.op]}
 
 

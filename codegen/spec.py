@@ -416,6 +416,15 @@ QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
 # AndOr bytes: not measured yet; the i32 rate (one byte staged per load, and
 # the or/and as cheap as an add-and-max), so the model errs towards waiting.
 QUICK_MACS_PER_NS = {Type.F32: 4000.0, Type.I32: 1000.0, Type.F64: 2500.0, Type.I64: 400.0, Type.U8: 1000.0}
+# The argmax ops' quick kernels run at a fraction of the type's rate (light
+# effort, H100, 8192^3: f32 argmax 1.77 T against gemm 4.35 T, f64 1.08 T
+# against 2.58 T: 0.41-0.42), kept below it so the model errs towards waiting.
+QUICK_OP_FACTOR = {Op.GEMM_ARGMAX: 0.35, Op.GEMM_BATCHED_ARGMAX: 0.35}
+
+
+def quick_macs_per_ns(kernel):
+    """The cost model's expected rate of a kernel's quick fragment, MACs per ns."""
+    return QUICK_MACS_PER_NS[kernel.type] * QUICK_OP_FACTOR.get(kernel.op, 1.0)
 
 # Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
 # fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
