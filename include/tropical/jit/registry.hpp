@@ -21,6 +21,7 @@
 #include "tropical/jit/storage/local_store.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 #include "tropical/jit/tiers.hpp"
+#include "tropical/jit/zero_pages.hpp"
 
 namespace tropical::jit {
 
@@ -99,7 +100,7 @@ class Registry {
   /// Throws CompileError, CudaError, Unavailable, or InvalidArgument for a bad id or device.
   const Resolved& kernel(std::uint32_t id, int device, const Request& request = {}) {
     if (id < catalog_.size() && device >= 0 && device < kMaxDevices) {
-      const Resolved* r = functions_[id * kMaxDevices + device].current.load(std::memory_order_acquire);
+      const Resolved* r = current_[id * kMaxDevices + device].load(std::memory_order_acquire);
       if (r != nullptr && r->tier == Tier::kTuned) [[likely]] return *r;
     }
     return resolve(id, device, request);
@@ -150,11 +151,13 @@ class Registry {
   bool has_tier(std::uint32_t id, Tier tier) const noexcept;
 
  private:
-  /// One (kernel, device): the published kernel, the error that stopped it,
-  /// and both tiers' loads. `current` points at `quick` or `tuned`, each
-  /// written once before it is published and never again.
+  /// One (kernel, device), made on its first use: the published kernel (its
+  /// entry of current_), the error that stopped it, and both tiers' loads.
+  /// `current` points at `quick` or `tuned`, each written once before it is
+  /// published and never again.
   struct FunctionSlot {
-    std::atomic<const Resolved*> current{nullptr};
+    explicit FunctionSlot(std::atomic_ref<const Resolved*> published) : current(published) {}
+    const std::atomic_ref<const Resolved*> current;
     std::once_flag once;
     std::exception_ptr error;
     std::once_flag tuned_once;
@@ -167,6 +170,7 @@ class Registry {
   struct Counters;
 
   const Resolved& resolve(std::uint32_t id, int device, const Request& request);
+  FunctionSlot& function_slot(std::uint32_t id, int device);
   void first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
   void ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
   bool tuned_available(std::uint32_t id, int arch);
@@ -178,7 +182,9 @@ class Registry {
   Catalog catalog_;
   TierConfig tier_config_;
   std::unique_ptr<Tiers> tiers_;
-  std::unique_ptr<FunctionSlot[]> functions_;
+  // Indexed id * kMaxDevices + device, in zero pages: a new registry makes no slot.
+  AtomicPointers<const Resolved> current_;
+  AtomicPointers<FunctionSlot> slots_;
   std::unique_ptr<Counters[]> counters_;
   struct ImageTable;
   std::unique_ptr<ImageTable> images_;
