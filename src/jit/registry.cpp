@@ -362,6 +362,8 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
     worker();
   }
   for (auto& t : pool) t.join();
+  // Hits of a layer or the remote are copied into the primary in the background: warm leaves them written.
+  tiers_->finish_promotions();
   report.seconds = static_cast<double>(nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();
 

@@ -125,7 +125,8 @@ class Registry {
   /// throws for a kernel's failure: it is listed in the report. `progress`,
   /// if set, is called (serialised, on a worker thread) after each kernel with
   /// done/total counts; it must not throw. If fewer threads can be started,
-  /// the work runs on those that did.
+  /// the work runs on those that did. Returns once hits of a layer or the
+  /// remote are copied into the local directory too (waiting at most 30 s).
   WarmReport warm(std::span<const std::uint32_t> ids, int arch, unsigned threads = 0,
                   const WarmProgress& progress = {});
 
