@@ -15,12 +15,13 @@
 //        same with TROPICAL_TIERED=0 (the tuned kernel compiled first)
 //   (g)  the 5 kernels of (b) launched through the API (256^3), tiered; (g0) TROPICAL_TIERED=0
 //   (h)  a fresh user (empty cache) with a shipped read-only layer holding the 5 kernels: 0 compiles
-//        expected, the hits copied into the fresh cache
+//        expected, the hits copied into the fresh cache (in the background; checked after each process
+//        exits); median of 5 fresh users
 //
 // Cold rows run with CUDA_CACHE_DISABLE=1 so NVRTC's cache cannot help them.
 // Without a GPU every row stops at the CUBIN (no module load), and (d) shows
 // NVRTC without its cache, which needs libcuda. Usage: startup [--arch sm_XY]
-// [--warm-rows | --tiered-rows]; --warm-rows runs (b), (c) and (c1) only
+// [--warm-rows | --tiered-rows]; --warm-rows runs (b), (c), (c1) and (h) only
 // (seconds, not minutes); --tiered-rows runs (e), (f) and (g) only.
 #include <spawn.h>
 #include <stdlib.h>
@@ -339,6 +340,44 @@ std::string spread(std::vector<double> v) {
   return text;
 }
 
+/// Entry files in dir (a primary after a run: the layer hits copied into it).
+std::size_t entries_in(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  std::error_code ignored;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ignored)) n += f.path().extension() == ".entry";
+  return n;
+}
+
+/// Row (h): a fresh user (empty primary) whose kernels are in a shipped layer (filled by one run of the
+/// program), kRuns fresh users; each must compile nothing and leave the program's kernels copied into its
+/// primary once it has exited. False if a child failed, compiled or left a copy unwritten.
+bool shipped_layer_row(const std::string& arch, const std::string& cold, const std::filesystem::path& root) {
+  constexpr int kRuns = 5;
+  const std::string shipped = (root / "shipped").string();
+  bool ok = run_child({"--child", "program", arch}, {cold, "TROPICAL_CACHE_DIR=" + shipped}).ok;
+  std::vector<double> work;
+  Result last;
+  std::size_t copied = kProgram.size();
+  for (int i = 0; i < kRuns && ok; ++i) {
+    // append(), not operator+: GCC 12 -O3 reports a false -Wrestrict for "h" + string.
+    const std::filesystem::path primary = root / std::string("h").append(std::to_string(i));
+    last = run_child({"--child", "program", arch},
+                     {cold, "TROPICAL_CACHE_DIR=" + primary.string(), "TROPICAL_CACHE_LAYERS=" + shipped});
+    ok = last.ok && last.compiles == 0;
+    work.push_back(last.work_ms);
+    copied = std::min(copied, entries_in(primary));
+  }
+  if (!ok) return false;
+  std::vector<double> sorted = work;
+  std::sort(sorted.begin(), sorted.end());
+  last.work_ms = sorted[sorted.size() / 2];
+  row("(h)  fresh user, shipped layer", last, "0 compiles expected; hits copied into its cache");
+  std::printf("     median [min-max] of %d fresh users, ms: %s, per kernel %.3f (target <= 0.5); "
+              "at least %zu of %zu entries copied into each primary by exit\n",
+              kRuns, spread(work).c_str(), last.work_ms / kProgram.size(), copied, kProgram.size());
+  return copied >= kProgram.size();
+}
+
 /// Row (c1) and its parts: one cold run fills the cache, then kRuns fresh
 /// processes per measurement. False if a child failed or a warm one compiled.
 bool first_product_row(const std::string& arch, const std::vector<std::string>& env) {
@@ -410,7 +449,7 @@ int main(int argc, char** argv) {
     row("(c)  tropical second run (disk cache)", warm_run, "");
     std::printf("  (c) per kernel = %.3f ms\n", warm_run.work_ms / kProgram.size());
     const bool warm_ok = fill.ok && warm_run.ok && warm_run.compiles == 0 &&
-                         (!gpu || first_product_row(a, {cold, cache("c1")}));
+                         (!gpu || first_product_row(a, {cold, cache("c1")})) && shipped_layer_row(a, cold, root);
     std::filesystem::remove_all(root);
     return warm_ok ? 0 : 1;
   }
@@ -490,19 +529,14 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(root);
     return race.ok && (!gpu || (tiered_one.ok && tiered_program.ok)) ? 0 : 1;
   }
-  // (f) A layer shipped in an image: filled by one run, then read by a user whose own cache is empty.
-  run_child({"--child", "program", a}, {cold, cache("shipped")});
-  const Result shipped = run_child({"--child", "program", a},
-                                   {cold, cache("h"), "TROPICAL_CACHE_LAYERS=" + (root / "shipped").string()});
-  row("(h)  fresh user, shipped layer", shipped, "0 compiles expected; hits copied into its cache");
+  // (h) A layer shipped in an image: filled by one run, then read by users whose own cache is empty.
+  const bool shipped_ok = shipped_layer_row(a, cold, root);
 
   std::printf("\nratios (work time):\n");
   std::printf("  (a)/(b)  = %6.1fx  whole catalog vs first run           (target >= 10x)\n", whole.work_ms / first.work_ms);
   std::printf("  (a)/(b') = %6.1fx  whole catalog vs first run with warm()\n", whole.work_ms / first_warm.work_ms);
   std::printf("  (d)/(c)  = %6.1fx  NVRTC's warm cache vs our disk cache\n", nvrtc_warm.work_ms / second.work_ms);
   std::printf("  (c) per kernel = %.3f ms (target <= 1 ms after context creation)\n", second.work_ms / kProgram.size());
-  std::printf("  (f) per kernel = %.3f ms (from a layer, copy included; target <= 0.5 ms)\n",
-              shipped.work_ms / kProgram.size());
   std::filesystem::remove_all(root);
   if (gpu) {
     std::printf("  (f0)/(f) = %6.1fx  first product, tuned-first vs tiered   (target (f) <= 150 ms)\n",
@@ -511,6 +545,6 @@ int main(int argc, char** argv) {
                 tuned_program.work_ms / tiered_program.work_ms);
   }
   const bool ok = first_product_ok && whole.ok && first.ok && first_warm.ok && second.ok && nvrtc_warm.ok && race.ok &&
-                  second.compiles == 0 && shipped.ok && shipped.compiles == 0;
+                  second.compiles == 0 && shipped_ok;
   return ok ? 0 : 1;
 }

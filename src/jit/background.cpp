@@ -5,9 +5,20 @@
 
 namespace tropical::jit {
 
-BackgroundPool::BackgroundPool(unsigned max_threads)
-    : max_threads_(max_threads != 0 ? max_threads
-                                    : std::max(1u, std::thread::hardware_concurrency() - 1)) {}
+BackgroundPool::BackgroundPool(unsigned max_threads) : max_threads_(max_threads) {}
+
+unsigned BackgroundPool::bound() const {
+  if (max_threads_ == 0) {
+    const unsigned cores = std::thread::hardware_concurrency();  // 0 when unknown
+    max_threads_ = cores > 1 ? cores - 1 : 1;
+  }
+  return max_threads_;
+}
+
+unsigned BackgroundPool::max_threads() const {
+  std::lock_guard lock(mutex_);
+  return bound();
+}
 
 BackgroundPool::~BackgroundPool() {
   {
@@ -23,7 +34,7 @@ bool BackgroundPool::submit(std::function<void()> job) {
   std::unique_lock lock(mutex_);
   if (stopping_) return false;
   jobs_.push_back(std::move(job));
-  if (idle_ < jobs_.size() && workers_.size() < max_threads_) {
+  if (idle_ < jobs_.size() && workers_.size() < bound()) {
     try {
       workers_.emplace_back([this] { work(); });
     } catch (const std::system_error&) {

@@ -37,13 +37,13 @@ void on_exit() noexcept {
   s.idle.wait_for(lock, std::chrono::seconds(kWaitSeconds), [&] { return s.active == 0; });
 }
 
-std::once_flag g_armed[2];
+std::once_flag g_armed[3];
 
 }  // namespace
 
 void arm(After point) noexcept {
   state();  // constructed before the handler can run
-  std::call_once(g_armed[point == After::kCompiler ? 0 : 1], [] { std::atexit(on_exit); });
+  std::call_once(g_armed[static_cast<int>(point)], [] { std::atexit(on_exit); });
 }
 
 bool exiting() noexcept {

@@ -57,9 +57,11 @@ struct Registry::Counters {
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
-      functions_(std::make_unique<FunctionSlot[]>(catalog.size() * kMaxDevices)),
       tier_config_(std::move(tiers)),
       tiers_(std::make_unique<Tiers>(cache)),
+      current_(catalog.size() * kMaxDevices),
+      settled_(catalog.size() * kMaxDevices),
+      slots_(catalog.size() * kMaxDevices),
       counters_(std::make_unique<Counters[]>(catalog.size())),
       images_(std::make_unique<ImageTable>()),
       pool_(std::make_unique<BackgroundPool>(tier_config_.background_threads)) {
@@ -88,11 +90,23 @@ Registry::~Registry() {
   // Modules go with the registry. The process-wide registry of the tropical
   // API is never destroyed, so this never runs while the driver shuts down.
   for (std::size_t i = 0; i < catalog_.size() * kMaxDevices; ++i) {
+    const std::unique_ptr<FunctionSlot> slot(slots_[i].load());
+    if (slot == nullptr) continue;
     const int device = static_cast<int>(i % kMaxDevices);
-    for (CUmodule module : {functions_[i].quick_module, functions_[i].tuned_module}) {
+    for (CUmodule module : {slot->quick_module, slot->tuned_module}) {
       if (module != nullptr) tier_config_.loader->unload(device, module);
     }
   }
+}
+
+Registry::FunctionSlot& Registry::function_slot(std::uint32_t id, int device) {
+  const std::size_t i = std::size_t{id} * kMaxDevices + static_cast<std::size_t>(device);
+  FunctionSlot* slot = slots_[i].load(std::memory_order_acquire);
+  if (slot != nullptr) return *slot;
+  auto made = std::make_unique<FunctionSlot>(current_[i]);
+  // Two first callers may race here: one slot wins, the other is dropped unused.
+  if (slots_[i].compare_exchange_strong(slot, made.get(), std::memory_order_acq_rel)) return *made.release();
+  return *slot;
 }
 
 bool Registry::tiered(std::uint32_t id) const noexcept {
@@ -220,7 +234,7 @@ void Registry::ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) no
       // only the calls that allow nothing else.
       if (tier_config_.mode != TierMode::kQuickOnly || slot.current.load() == nullptr) {
         slot.current.store(&slot.tuned, std::memory_order_release);
-        slot.settled.store(slot.tuned.function, std::memory_order_release);
+        settled_[id * kMaxDevices + static_cast<unsigned>(device)].store(&slot.tuned, std::memory_order_release);
       }
       if (const std::int64_t first = slot.first_call_ns.load(); first != 0) {
         counters_[id].first_to_tuned_ns = static_cast<std::uint64_t>(now_ns() - first);
@@ -278,7 +292,7 @@ const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& r
   if (device < 0 || device >= kMaxDevices || device >= tier_config_.loader->device_count()) {
     throw InvalidArgument("tropical: device " + std::to_string(device) + " does not exist");
   }
-  FunctionSlot& slot = functions_[id * kMaxDevices + device];
+  FunctionSlot& slot = function_slot(id, device);
   std::call_once(slot.once, [&]() noexcept { first_use(id, device, slot); });
   if (slot.error) std::rethrow_exception(slot.error);
   const Resolved* current = slot.current.load(std::memory_order_acquire);
@@ -350,6 +364,8 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
     worker();
   }
   for (auto& t : pool) t.join();
+  // Hits of a layer or the remote are copied into the primary in the background: warm leaves them written.
+  tiers_->finish_promotions();
   report.seconds = static_cast<double>(nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();
 

@@ -26,7 +26,7 @@ class BackgroundPool {
   bool submit(std::function<void()> job);
 
   /// The bound on workers.
-  unsigned max_threads() const noexcept { return max_threads_; }
+  unsigned max_threads() const;
 
   /// Workers started so far.
   unsigned threads() const;
@@ -34,7 +34,11 @@ class BackgroundPool {
  private:
   void work();
 
-  const unsigned max_threads_;
+  unsigned bound() const;  // max_threads(), the mutex held
+
+  // 0 until first needed: counting the cores reads /sys, which a process that
+  // never compiles in the background should not pay for at start-up.
+  mutable unsigned max_threads_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;

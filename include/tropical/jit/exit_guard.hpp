@@ -3,8 +3,9 @@
 namespace tropical::jit::exit_guard {
 
 /// Where the exit handler is (re)registered: after the first NVRTC compile of
-/// the process, and after the driver is first used for a background job.
-enum class After { kCompiler, kDriver };
+/// the process, after the driver is first used for a background job, and
+/// before the storage's first background copy (storage/promotion.hpp).
+enum class After { kCompiler, kDriver, kPromotion };
 
 /// Registers, once per point, an exit handler that stops new guarded work and
 /// waits (at most kWaitSeconds) for the guarded work in flight. Exit handlers

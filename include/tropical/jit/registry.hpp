@@ -21,6 +21,7 @@
 #include "tropical/jit/storage/local_store.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 #include "tropical/jit/tiers.hpp"
+#include "tropical/jit/zero_pages.hpp"
 
 namespace tropical::jit {
 
@@ -59,9 +60,8 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// from memory (the first tier: this registry's image slots), else the
 /// persistent tiers in order (Tiers: the local directory, then whatever the
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
-/// compile_options(); Effort::kLight for quick fragments), then loaded with
-/// cuModuleLoadData in the device's primary context. Images are shared by
-/// devices of the same arch.
+/// compile_options()), then loaded with cuModuleLoadData in the device's
+/// primary context. Images are shared by devices of the same arch.
 ///
 /// Tiers (a TierConfig with a quick table; README, "First use"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
@@ -104,23 +104,18 @@ class Registry {
   }
 
   /// The tuned kernel `id` on `device` if it is published for every call,
-  /// else null (also for a bad id or device): one acquire load of the slot's
-  /// published function, no other branch on the kernel's state. Never blocks or throws.
+  /// else null (also for a bad id or device): one acquire load of the
+  /// published pointer, no other branch on the kernel's state. Never blocks or throws.
   const Resolved* settled(std::uint32_t id, int device) const noexcept {
-    if (id < catalog_.size() && static_cast<unsigned>(device) < kMaxDevices) {
-      const FunctionSlot& slot = functions_[id * kMaxDevices + static_cast<unsigned>(device)];
-      if (slot.settled.load(std::memory_order_acquire) != nullptr) [[likely]] return &slot.tuned;
+    if (id < catalog_.size() && static_cast<unsigned>(device) < kMaxDevices) [[likely]] {
+      return settled_[id * kMaxDevices + static_cast<unsigned>(device)].load(std::memory_order_acquire);
     }
     return nullptr;
   }
 
   /// The tuned kernel `id` on `device` (waits for it on first use); throws like kernel().
   CUfunction function(std::uint32_t id, int device) {
-    if (id < catalog_.size() && static_cast<unsigned>(device) < kMaxDevices) {
-      const CUfunction f =
-          functions_[id * kMaxDevices + static_cast<unsigned>(device)].settled.load(std::memory_order_acquire);
-      if (f != nullptr) [[likely]] return f;
-    }
+    if (const Resolved* r = settled(id, device)) [[likely]] return r->function;
     return resolve(id, device, Request{0, nullptr, false}).function;
   }
 
@@ -138,7 +133,8 @@ class Registry {
   /// throws for a kernel's failure: it is listed in the report. `progress`,
   /// if set, is called (serialised, on a worker thread) after each kernel with
   /// done/total counts; it must not throw. If fewer threads can be started,
-  /// the work runs on those that did.
+  /// the work runs on those that did. Returns once hits of a layer or the
+  /// remote are copied into the local directory too (waiting at most 30 s).
   WarmReport warm(std::span<const std::uint32_t> ids, int arch, unsigned threads = 0,
                   const WarmProgress& progress = {});
 
@@ -164,28 +160,26 @@ class Registry {
   bool has_tier(std::uint32_t id, Tier tier) const noexcept;
 
  private:
-  /// One (kernel, device): the published kernel, the error that stopped it,
-  /// and both tiers' loads. `current` points at `quick` or `tuned`, each
-  /// written once before it is published and never again. `settled` is
-  /// tuned.function, stored (release) when the tuned kernel is published for
-  /// every call: the hot path reads it and `tuned`, both in the slot's first
-  /// cache line, and nothing else of the slot.
-  struct alignas(64) FunctionSlot {
-    std::atomic<CUfunction> settled{nullptr};
-    Resolved tuned;
-    std::atomic<const Resolved*> current{nullptr};
+  /// One (kernel, device), made on its first use: the published kernel (its
+  /// entry of current_), the error that stopped it, and both tiers' loads.
+  /// `current` points at `quick` or `tuned`, each written once before it is
+  /// published and never again.
+  struct FunctionSlot {
+    explicit FunctionSlot(std::atomic_ref<const Resolved*> published) : current(published) {}
+    const std::atomic_ref<const Resolved*> current;
     std::once_flag once;
-    std::once_flag tuned_once;
-    std::atomic<std::int64_t> first_call_ns{0};  // steady clock; 0: the tuned kernel was published first
     std::exception_ptr error;
+    std::once_flag tuned_once;
     std::exception_ptr tuned_error;
-    Resolved quick;
+    Resolved quick, tuned;
     CUmodule quick_module = nullptr, tuned_module = nullptr;
+    std::atomic<std::int64_t> first_call_ns{0};  // steady clock; 0: the tuned kernel was published first
   };
   struct ImageSlot;
   struct Counters;
 
   const Resolved& resolve(std::uint32_t id, int device, const Request& request);
+  FunctionSlot& function_slot(std::uint32_t id, int device);
   void first_use(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
   void ensure_tuned(std::uint32_t id, int device, FunctionSlot& slot) noexcept;
   bool tuned_available(std::uint32_t id, int arch);
@@ -194,11 +188,14 @@ class Registry {
   const KernelSource& source(std::uint32_t id, Tier tier) const;
   CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
-  // catalog_ and functions_ first: the hot path reads both, from one cache line.
   Catalog catalog_;
-  std::unique_ptr<FunctionSlot[]> functions_;
   TierConfig tier_config_;
   std::unique_ptr<Tiers> tiers_;
+  // Indexed id * kMaxDevices + device, in zero pages: a new registry makes no slot.
+  AtomicPointers<const Resolved> current_;
+  // The tuned kernel once it is published for every call (kernel()'s hot path), else null.
+  AtomicPointers<const Resolved> settled_;
+  AtomicPointers<FunctionSlot> slots_;
   std::unique_ptr<Counters[]> counters_;
   struct ImageTable;
   std::unique_ptr<ImageTable> images_;

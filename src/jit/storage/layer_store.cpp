@@ -1,7 +1,7 @@
 #include "tropical/jit/storage/layer_store.hpp"
 
 #include <dirent.h>
-#include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <string>
 
 #include "local_directory.hpp"
 #include "tropical/jit/storage/entry.hpp"
@@ -138,10 +140,27 @@ const std::filesystem::path& LayerStore::dir() const noexcept { return impl_->di
 
 std::filesystem::path prebuilt_layer_dir() {
 #ifdef TROPICAL_PREBUILT_RELATIVE
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&prebuilt_layer_dir), &info) == 0 || info.dli_fname == nullptr)
-    return {};
-  const std::filesystem::path library(info.dli_fname);
+  // The loaded object whose segments hold this function. Not dladdr(): it also looks for the nearest
+  // symbol, a walk over every exported symbol of the library (the largest part of this call).
+  struct Search {
+    std::uintptr_t address;
+    std::string file;
+  } search{reinterpret_cast<std::uintptr_t>(&prebuilt_layer_dir), {}};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto& s = *static_cast<Search*>(data);
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          const std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          if (segment.p_type == PT_LOAD && s.address >= start && s.address - start < segment.p_memsz) {
+            s.file = info->dlpi_name != nullptr ? info->dlpi_name : "";
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  const std::filesystem::path library(search.file);
   if (!library.is_absolute()) return {};
   return (library.parent_path() / TROPICAL_PREBUILT_RELATIVE).lexically_normal();
 #else

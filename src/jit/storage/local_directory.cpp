@@ -74,11 +74,15 @@ bool is_entry_name(std::string_view name) noexcept {
 
 Directory open_directory(const std::filesystem::path& dir) {
   Directory out;
-  if (const int error = make_private_directories(dir); error != 0) {
-    out.unusable = Failure{"creating the directory", error};
-    return out;
-  }
+  // Opened first: an existing directory (every run but the first) costs no mkdir per path component.
   out.fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!out.fd.valid()) {
+    if (const int error = make_private_directories(dir); error != 0) {
+      out.unusable = Failure{"creating the directory", error};
+      return out;
+    }
+    out.fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  }
   struct stat st {};
   if (!out.fd.valid()) {
     out.unusable = Failure{"opening the directory", errno};
@@ -191,8 +195,10 @@ std::vector<EntryFile> list_entries(int dir_fd) {
   return entries;
 }
 
-Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std::string& keep) {
-  std::vector<EntryFile> entries = list_entries(dir_fd);
+namespace {
+
+// Removes the least recently used of entries (the directory's entry files) until they total at most max_bytes.
+Evicted evict_entries(int dir_fd, std::vector<EntryFile> entries, std::uint64_t max_bytes, const std::string& keep) {
   std::uint64_t total = 0;
   for (const auto& entry : entries) total += entry.size;
   Evicted evicted;
@@ -216,15 +222,37 @@ Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std
   return evicted;
 }
 
-void remove_stale_temps(int dir_fd) {
+bool is_stale_temp(std::string_view name, const struct stat& st) {
   const auto stale_before = std::chrono::system_clock::now() - kStaleTempAge;
+  return is_temp_name(name) && std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) < stale_before;
+}
+
+}  // namespace
+
+Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std::string& keep) {
+  return evict_entries(dir_fd, list_entries(dir_fd), max_bytes, keep);
+}
+
+void remove_stale_temps(int dir_fd) {
   std::vector<std::string> stale;
   for_each_own_file(dir_fd, [&](std::string_view name, const struct stat& st) {
-    if (is_temp_name(name) && std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) < stale_before) {
+    if (is_stale_temp(name, st)) stale.emplace_back(name);
+  });
+  for (const auto& name : stale) ::unlinkat(dir_fd, name.c_str(), 0);
+}
+
+Evicted tidy(int dir_fd, std::uint64_t max_bytes, const std::string& keep) {
+  std::vector<EntryFile> entries;
+  std::vector<std::string> stale;
+  for_each_own_file(dir_fd, [&](std::string_view name, const struct stat& st) {
+    if (is_entry_name(name)) {
+      entries.push_back({std::string(name), static_cast<std::uint64_t>(st.st_size), st.st_mtim});
+    } else if (is_stale_temp(name, st)) {
       stale.emplace_back(name);
     }
   });
   for (const auto& name : stale) ::unlinkat(dir_fd, name.c_str(), 0);
+  return evict_entries(dir_fd, std::move(entries), max_bytes, keep);
 }
 
 bool remove_own_file(int dir_fd, const std::string& name) {

@@ -76,6 +76,9 @@ Evicted evict_least_recently_used(int dir_fd, std::uint64_t max_bytes, const std
 /// Removes our own temporary files (is_temp_name) older than an hour; never touches any other name.
 void remove_stale_temps(int dir_fd);
 
+/// remove_stale_temps() and evict_least_recently_used() in one pass over the directory (after a store).
+Evicted tidy(int dir_fd, std::uint64_t max_bytes, const std::string& keep);
+
 /// Unlinks name if it is a regular file of this user; true if it did.
 bool remove_own_file(int dir_fd, const std::string& name);
 

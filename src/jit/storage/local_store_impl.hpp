@@ -225,8 +225,7 @@ struct LocalStore::Impl {
   }
 
   void evict(const std::string& keep) {
-    local::remove_stale_temps(dir.get());
-    const local::Evicted evicted = local::evict_least_recently_used(dir.get(), config.max_bytes, keep);
+    const local::Evicted evicted = local::tidy(dir.get(), config.max_bytes, keep);
     if (evicted.entries == 0) return;
     count(kEvictions, evicted.entries);
     publish();

@@ -80,10 +80,16 @@ std::optional<LocalStore::Impl::Trouble> LocalStore::Impl::open(bool private_onl
 std::optional<Failure> LocalStore::Impl::open_locks() {
   // In a team directory each user has a lock directory: lock files stay of their user.
   const std::string locks_name = team ? "locks." + std::to_string(::geteuid()) : "locks";
-  if (::mkdirat(dir.get(), locks_name.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Failure{"creating the lock directory", errno};
+  const auto open_locks_dir = [&] {
+    locks.reset(::openat(dir.get(), locks_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  };
+  open_locks_dir();
+  if (!locks.valid()) {
+    if (::mkdirat(dir.get(), locks_name.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Failure{"creating the lock directory", errno};
+    }
+    open_locks_dir();
   }
-  locks.reset(::openat(dir.get(), locks_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!locks.valid()) return Failure{"opening the lock directory", errno};
   struct stat st {};
   if (::fstat(locks.get(), &st) != 0) return Failure{"checking the lock directory", errno};

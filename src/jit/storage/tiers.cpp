@@ -7,6 +7,7 @@
 #include "tropical/jit/storage/io.hpp"
 #include "tropical/jit/storage/remote/remote_tier.hpp"
 #include "tropical/jit/storage/layer_store.hpp"
+#include "tropical/jit/storage/log.hpp"
 
 namespace tropical::jit {
 namespace {
@@ -22,10 +23,36 @@ std::string why_missing(const Lookup& lookup) {
   return lookup.miss == Miss::kUnavailable ? "tier unavailable" : "no entry";
 }
 
+// Copies image, tier i's hit (whole: CUBIN and PTX), into the tiers above i that can store; in the background
+// when promotions is given. Returns the image with the parts asked for.
+CompiledImage copy_up(std::span<Store* const> tiers, std::size_t i, LogLevel log, const StoreKey& k,
+                      const std::string& kernel, CompiledImage image, ImageParts parts, Promotions* promotions) {
+  std::vector<Store*> into;
+  for (std::size_t j = 0; j < i; ++j) {
+    if (tiers[j]->can_store()) into.push_back(tiers[j]);
+  }
+  if (promotions != nullptr && !into.empty()) {
+    CompiledImage whole;
+    whole.cubin = image.cubin;
+    whole.ptx = parts == ImageParts::kCubin ? std::move(image.ptx) : image.ptx;
+    promotions->copy(k, std::move(whole), std::move(into));
+  } else {
+    for (Store* tier : into) {
+      if (tier->store(k, image, StoreReason::kPromoted)) {
+        log_line(log, LogLevel::kInfo, kernel + ": copied into " + tier->name());
+        tier->after_store(k);
+      }
+    }
+  }
+  if (parts == ImageParts::kCubin) image.ptx.clear();
+  return image;
+}
+
 }  // namespace
 
 CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
-                         const std::function<CompiledImage()>& compile, bool* compiled, ImageParts parts) {
+                         const std::function<CompiledImage()>& compile, bool* compiled, ImageParts parts,
+                         Promotions* promotions) {
   if (compiled != nullptr) *compiled = false;
   const StoreKey k(key);
   const std::string kernel = key.kernel_name + " sm_" + std::to_string(key.arch);
@@ -52,15 +79,8 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
       log_line(log, LogLevel::kInfo,
                kernel + ": hit in " + tiers[i]->name() + " (" +
                    std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
-      for (std::size_t j = 0; j < i; ++j) {
-        tiers[j]->count_miss(bad[j]);
-        if (tiers[j]->can_store() && tiers[j]->store(k, *found.image, StoreReason::kPromoted)) {
-          log_line(log, LogLevel::kInfo, kernel + ": copied into " + tiers[j]->name());
-          tiers[j]->after_store(k);
-        }
-      }
-      if (ask != parts) found.image->ptx.clear();
-      return std::move(found.image);
+      for (std::size_t j = 0; j < i; ++j) tiers[j]->count_miss(bad[j]);
+      return copy_up(tiers, i, log, k, kernel, std::move(*found.image), parts, promotions);
     }
     return std::nullopt;
   };
@@ -127,7 +147,7 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
 }
 
 std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLevel log, const CacheKey& key,
-                                           ImageParts parts) {
+                                           ImageParts parts, Promotions* promotions) {
   const StoreKey k(key);
   const std::string kernel = key.kernel_name + " sm_" + std::to_string(key.arch);
   const std::size_t n = tiers.size();
@@ -146,14 +166,7 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
     log_line(log, LogLevel::kInfo,
              kernel + ": found in " + tiers[i]->name() + " without compiling (" +
                  std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
-    for (std::size_t j = 0; j < i; ++j) {
-      if (tiers[j]->can_store() && tiers[j]->store(k, *found.image, StoreReason::kPromoted)) {
-        log_line(log, LogLevel::kInfo, kernel + ": copied into " + tiers[j]->name());
-        tiers[j]->after_store(k);
-      }
-    }
-    if (ask != parts) found.image->ptx.clear();
-    return std::move(found.image);
+    return copy_up(tiers, i, log, k, kernel, std::move(*found.image), parts, promotions);
   }
   return std::nullopt;
 }
@@ -184,33 +197,71 @@ std::vector<std::unique_ptr<Store>> layers_of(const CacheConfig& config, const L
 
 }  // namespace
 
-Tiers::Tiers(const CacheConfig& config) : log_(config.log) {
-  primary_ = std::make_unique<LocalStore>(config);
-  others_ = config.enabled ? layers_of(config, *primary_) : std::vector<std::unique_ptr<Store>>{};
+// Only the primary is opened here: a process whose kernels are all in it never needs the rest (a layer's
+// checks, the prebuilt layer's search, the fleet's settings), so those are made on the first miss.
+Tiers::Tiers(const CacheConfig& config)
+    : config_(config), primary_(std::make_unique<LocalStore>(config)), log_(config.log), promotions_(log_) {
   order_.push_back(primary_.get());
-  for (const auto& tier : others_) order_.push_back(tier.get());
-  // The fleet tier, last (after the layers). Settings: the environment, then the primary's tropical.conf.
-  if (config.enabled) {
-    if (auto fleet = remote::make_remote_tier(config)) {
-      others_.push_back(std::move(fleet));
-      order_.push_back(others_.back().get());
-    }
-  }
 }
 
 Tiers::Tiers(std::unique_ptr<LocalStore> primary, std::vector<std::unique_ptr<Store>> others, LogLevel log)
-    : primary_(std::move(primary)), others_(std::move(others)), log_(log) {
+    : primary_(std::move(primary)), others_(std::move(others)), log_(log), promotions_(log_) {
   order_.push_back(primary_.get());
   for (const auto& tier : others_) order_.push_back(tier.get());
+  made_.store(true, std::memory_order_release);
+}
+
+void Tiers::make_others() {
+  if (made_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(making_);
+  if (made_.load(std::memory_order_relaxed)) return;
+  const CacheConfig& config = *config_;
+  std::vector<std::unique_ptr<Store>> others =
+      config.enabled ? layers_of(config, *primary_) : std::vector<std::unique_ptr<Store>>{};
+  // The fleet tier, last (after the layers). Settings: the environment, then the primary's tropical.conf.
+  if (config.enabled) {
+    if (auto fleet = remote::make_remote_tier(config)) {
+      others.push_back(std::move(fleet));
+    }
+  }
+  std::vector<Store*> order = {primary_.get()};
+  for (const auto& tier : others) order.push_back(tier.get());
+  // Published whole, so that a throw above (out of memory) leaves the list as it was, to be made again.
+  others_ = std::move(others);
+  order_ = std::move(order);
+  made_.store(true, std::memory_order_release);
+}
+
+std::optional<CompiledImage> Tiers::primary_hit(const CacheKey& key, ImageParts parts) {
+  if (made_.load(std::memory_order_acquire)) return std::nullopt;  // the walk asks the primary first
+  // A miss is not counted or logged here: the walk that follows does both.
+  Lookup found = primary_->lookup(StoreKey(key), parts);
+  if (!found.image) return std::nullopt;
+  log_line(log_, LogLevel::kInfo,
+           key.kernel_name + " sm_" + std::to_string(key.arch) + ": hit in " + primary_->name() + " (" +
+               std::to_string(found.image->cubin.size() + found.image->ptx.size()) + " bytes)");
+  return std::move(found.image);
+}
+
+std::span<Store* const> Tiers::list() {
+  make_others();
+  return order_;
 }
 
 CompiledImage Tiers::get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                     bool* compiled, ImageParts parts) {
-  return walk_tiers(order_, log_, key, compile, compiled, parts);
+  if (auto hit = primary_hit(key, parts)) {
+    if (compiled != nullptr) *compiled = false;
+    return std::move(*hit);
+  }
+  return walk_tiers(list(), log_, key, compile, compiled, parts, &promotions_);
 }
 
 std::optional<CompiledImage> Tiers::find(const CacheKey& key, ImageParts parts) {
-  return find_in_tiers(order_, log_, key, parts);
+  if (auto hit = primary_hit(key, parts)) return hit;
+  return find_in_tiers(list(), log_, key, parts, &promotions_);
 }
+
+bool Tiers::finish_promotions(std::chrono::milliseconds bound) { return promotions_.wait(bound); }
 
 }  // namespace tropical::jit

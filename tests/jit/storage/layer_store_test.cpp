@@ -44,6 +44,7 @@ TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_
       make_key(1), [] { return make_image(99); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(image.cubin, make_image(1).cubin);
+  ASSERT_TRUE(tiers.finish_promotions());
   EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
   EXPECT_FALSE(fs::exists(tiers.primary().entry_path(make_key(2))));
   const TierInfo info = tiers.list()[1]->describe();

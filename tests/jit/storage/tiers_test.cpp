@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "test_support.hpp"
 
 namespace tropical::jit {
@@ -88,6 +91,7 @@ TEST_F(TiersTest, hit_in_a_lower_tier_is_copied_up_whole_and_returned_with_the_p
   EXPECT_FALSE(compiled);
   EXPECT_TRUE(same(image, cubin_only(make_image(1))));
   EXPECT_EQ(lower.last_parts, ImageParts::kCubinAndPtx) << "a copy written up needs the PTX";
+  ASSERT_TRUE(tiers.finish_promotions()) << "the copy is written in the background";
   const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(copied.has_value()) << "copied into the primary";
   EXPECT_TRUE(same(*copied, make_image(1)));
@@ -121,6 +125,7 @@ TEST_F(TiersTest, find_looks_through_every_tier_copies_a_lower_hit_up_and_never_
   const auto found = tiers.find(make_key(1));
   ASSERT_TRUE(found.has_value()) << "found in the lower tier";
   EXPECT_TRUE(same(*found, cubin_only(make_image(1))));
+  ASSERT_TRUE(tiers.finish_promotions());
   const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(copied.has_value()) << "copied into the primary, whole";
   EXPECT_TRUE(same(*copied, make_image(1)));
@@ -133,6 +138,58 @@ TEST_F(TiersTest, find_looks_through_every_tier_copies_a_lower_hit_up_and_never_
   Store* const list[] = {&stuck};
   EXPECT_FALSE(find_in_tiers(list, LogLevel::kOff, make_key(1)).has_value());
   EXPECT_EQ(stuck.compiles + stuck.stores + stuck.misses, 0);
+}
+
+// A process whose kernels are all in the primary never opens a layer or reads the fleet settings (so a bad
+// one is not even warned about); the first miss makes them.
+TEST_F(TiersTest, the_tiers_below_the_primary_are_made_on_its_first_miss) {
+  {
+    LocalStore primary(config());
+    primary.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  CacheConfig c = config();
+  c.layers = {root_ / "missing-layer"};
+  c.prebuilt_layer = false;
+  Child child(
+      [&] {
+        Tiers tiers(c);
+        bool compiled = true;
+        tiers.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+        if (compiled) return 1;
+        if (!tiers.find(make_key(1))) return 2;
+        std::fputs("after the hits\n", stderr);
+        tiers.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
+        if (!compiled) return 3;
+        return tiers.list().size() == 2 ? 0 : 4;
+      },
+      true);
+  const Outcome out = child.wait();
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  const std::size_t hits_end = out.err.find("after the hits");
+  ASSERT_NE(hits_end, std::string::npos) << out.err;
+  EXPECT_EQ(count_of(out.err.substr(0, hits_end), "warning"), 0) << out.err;
+  EXPECT_EQ(count_of(out.err.substr(hits_end), "missing-layer"), 1) << out.err;
+}
+
+// The copy of a lower hit is written by a background thread; a process that exits right after the hit (the
+// tiers never destroyed, as the tropical API's registry) still leaves the entry in the primary.
+TEST_F(TiersTest, a_copied_hit_is_in_the_primary_after_the_process_exits_at_once) {
+  {
+    LocalStore layer(below());
+    layer.get_or_compile(make_key(1), [] { return make_image(1); });
+  }
+  Child child([&]() -> int {
+    std::vector<std::unique_ptr<Store>> others;
+    others.push_back(std::make_unique<ReadOnlyTier>(below()));
+    auto* tiers = new Tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+    bool compiled = true;
+    tiers->get_or_compile(make_key(1), [] { return make_image(99); }, &compiled);
+    std::exit(compiled ? 1 : 0);
+  });
+  EXPECT_EQ(child.wait().exit_code, 0);
+  const auto copied = LocalStore(config()).load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(copied.has_value()) << "the exit waited for the copy";
+  EXPECT_TRUE(same(*copied, make_image(1)));
 }
 
 TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {

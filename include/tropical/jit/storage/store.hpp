@@ -15,6 +15,8 @@ namespace tropical::jit {
 struct StoreKey {
   /// Serializes and hashes key, which must outlive this object.
   explicit StoreKey(const CacheKey& key);
+  /// The same from parts already computed: serialized and digest must be key's.
+  StoreKey(const CacheKey& key, std::string serialized, std::string digest);
   const CacheKey& key;     ///< the key itself
   std::string serialized;  ///< key.serialize()
   std::string digest;      ///< hex SHA-256 of serialized
