@@ -351,7 +351,10 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
   std::vector<std::unique_ptr<Store>> others;
   others.push_back(std::make_unique<ReadOnlyTier>(below()));
   Tiers layered(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kInfo);
-  std::string err = capture([&] { layered.get_or_compile(make_key(3), [] { return make_image(3); }); });
+  std::string err = capture([&] {
+    layered.get_or_compile(make_key(3), [] { return make_image(3); });
+    ASSERT_TRUE(layered.finish_promotions()) << "the copy is written in the background";
+  });
   EXPECT_TRUE(has(err, make_key(3).kernel_name + " sm_90: hit in read-only local " + below().dir.string()))
       << err;
   EXPECT_TRUE(has(err, make_key(3).kernel_name + " sm_90: copied into local " + dir_.string())) << err;
