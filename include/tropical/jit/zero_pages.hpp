@@ -5,8 +5,8 @@
 
 namespace tropical::jit {
 
-/// Maps `bytes` of anonymous zero pages (mmap), which the kernel backs only on first touch; throws
-/// std::bad_alloc if it cannot. Freed by unmap_zero_pages(p, bytes).
+/// Maps `bytes` of anonymous zero pages (mmap; a LeakSanitizer root region when LSan runs), which the
+/// kernel backs only on first touch; throws std::bad_alloc if it cannot. Freed by unmap_zero_pages(p, bytes).
 void* map_zero_pages(std::size_t bytes);
 
 /// Unmaps what map_zero_pages(bytes) returned; nullptr is ignored.
