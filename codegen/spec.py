@@ -376,11 +376,14 @@ class Tier(enum.Enum):
 # two compares) equal the tuned kernel's: both keep each chunk's maximum and
 # the first chunk that beats the running one, so C and the index come out
 # bit-identical (signed zeros included).
+# f64 products take 4 x 2 per thread in blocks of 512: at 4 x 4 their light
+# compiles were the slowest of the quick tier on the 2-core machine (minmax
+# f64 gemm 138-166 ms, fresh process; 4 x 2 cuts NVRTC's part 109 -> 83 ms).
 QUICK_TILES = {
     Op.GEMM: {
         Type.F32: (64, 64, 16, 4, 4, 1),
         Type.I32: (32, 32, 16, 2, 2, 1),
-        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 2, 1),
         Type.I64: (32, 32, 8, 2, 2, 1),
     },
     # The argmax keeps three values per element of C (running maximum, the
@@ -395,7 +398,7 @@ QUICK_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: (64, 64, 16, 4, 4, 1),
         Type.I32: (32, 32, 16, 2, 2, 1),
-        Type.F64: (64, 64, 8, 4, 4, 1),
+        Type.F64: (64, 64, 8, 4, 2, 1),
         Type.I64: (32, 32, 8, 2, 2, 1),
         Type.U8: (64, 64, 16, 4, 4, 1),
     },
@@ -412,10 +415,11 @@ QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
 # predictions for an H100 from the calibration of issue 15 (8.06 T for f32
 # MaxPlus), kept below it so the model errs towards waiting. F32: measured
 # 4.35 T (gemm MaxPlus 8192^3, H100) with the quick tier's light NVRTC effort
-# (jit::Effort::kLight; 6.91 T with full effort).
+# (jit::Effort::kLight; 6.91 T with full effort). F64: 2.58 T at 4 x 4 per
+# thread with light effort; 2000 for the 4 x 2 tile (not yet measured).
 # AndOr bytes: not measured yet; the i32 rate (one byte staged per load, and
 # the or/and as cheap as an add-and-max), so the model errs towards waiting.
-QUICK_MACS_PER_NS = {Type.F32: 4000.0, Type.I32: 1000.0, Type.F64: 2500.0, Type.I64: 400.0, Type.U8: 1000.0}
+QUICK_MACS_PER_NS = {Type.F32: 4000.0, Type.I32: 1000.0, Type.F64: 2000.0, Type.I64: 400.0, Type.U8: 1000.0}
 # The argmax ops' quick kernels run at a fraction of the type's rate (light
 # effort, H100, 8192^3: f32 argmax 1.77 T against gemm 4.35 T, f64 1.08 T
 # against 2.58 T: 0.41-0.42), kept below it so the model errs towards waiting.
@@ -439,12 +443,16 @@ TUNED_COMPILE_MS = {Op.GEMM: 900.0, Op.GEMM_ARGMAX: 1000.0, Op.GEMM_BATCHED: 800
 # the 64x64 f32 with 8 x 8 per thread 6.5 s; the default 1.2-1.4 s). Their
 # quick tile is the variant's own m x n (one block per product of the batch,
 # as the tuned variant), the quick k depth of the op and type, and
-# tile_n / 16 elements per thread each way, doubled along m until every
-# thread stages whole elements.
+# tile_n / 16 elements per thread each way (at most 2 x 2 for the argmax, as
+# its default quick tile: the 64 x 64 argmax at 4 x 4 took 160-200 ms to
+# compile on the 2-core machine, at 2 x 2 in blocks of 1024 threads 105 ms),
+# doubled along m until every thread stages whole elements.
 def quick_small_tile(kernel):
     tile_m, tile_n = kernel.tile.tile_m, kernel.tile.tile_n
     tile_k = QUICK_TILES[kernel.op][kernel.type][2]
     thread_n = max(1, tile_n // 16)
+    if kernel.op in ARGMAX_OPS:
+        thread_n = min(thread_n, 2)
     thread_m = thread_n
     while (tile_m * tile_k) % ((tile_m // thread_m) * (tile_n // thread_n)) != 0:
         thread_m *= 2
