@@ -69,22 +69,11 @@ struct LayerStore::Impl {
     if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
       return Lookup{std::nullopt, Miss::kRefused,
                     "entry owned by uid " + std::to_string(st.st_uid) + " or writable by others"};
-    EntryRead read = read_entry(entry.get(), static_cast<std::uint64_t>(st.st_size), key.serialized, parts);
-    switch (read.status) {
-      case EntryStatus::kOk:
-        hits.fetch_add(1, std::memory_order_relaxed);
-        return Lookup{std::move(read.image), Miss::kNoEntry, {}};
-      case EntryStatus::kTooLarge:
-        return Lookup{std::nullopt, Miss::kTooLarge, "entry over the size bound"};
-      case EntryStatus::kCorrupt:
-        return Lookup{std::nullopt, Miss::kCorrupt,
-                      "corrupt entry (truncated, extended or a checksum mismatch)"};
-      case EntryStatus::kOtherFormat:
-        return Lookup{std::nullopt, Miss::kOtherFormat, "entry of another format version"};
-      case EntryStatus::kOtherKey:
-        return Lookup{std::nullopt, Miss::kOtherKey, "entry of another key under this key's name"};
-    }
-    return Lookup{std::nullopt, Miss::kCorrupt, "unknown entry status"};
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    EntryRead read = read_entry(entry.get(), size, key.serialized, parts);
+    if (read.status != EntryStatus::kOk) return entry_miss(read.status, size);
+    hits.fetch_add(1, std::memory_order_relaxed);
+    return Lookup{std::move(read.image), Miss::kNoEntry, {}};
   }
 };
 

@@ -162,21 +162,7 @@ struct LocalStore::Impl {
     if (auto why = local::refuse_entry(st, team, group)) return refused(std::move(*why));
     const auto size = static_cast<std::uint64_t>(st.st_size);
     EntryRead entry = read_entry(fd.get(), size, key.serialized, parts);
-    switch (entry.status) {
-      case EntryStatus::kOk:
-        break;
-      case EntryStatus::kTooLarge:
-        return Lookup{std::nullopt, Miss::kTooLarge,
-                      "entry of " + std::to_string(size) + " bytes, over the bound of " +
-                          std::to_string(kMaxEntryBytes)};
-      case EntryStatus::kCorrupt:
-        return Lookup{std::nullopt, Miss::kCorrupt,
-                      "corrupt entry (truncated, extended or a checksum mismatch)"};
-      case EntryStatus::kOtherFormat:
-        return Lookup{std::nullopt, Miss::kOtherFormat, "entry of another format version"};
-      case EntryStatus::kOtherKey:
-        return Lookup{std::nullopt, Miss::kOtherKey, "entry of another key under this key's name"};
-    }
+    if (entry.status != EntryStatus::kOk) return entry_miss(entry.status, size);
     // Least-recently-used means recently read: a hit refreshes the mtime that
     // eviction sorts by. A read-only cache cannot, and still serves hits.
     ::futimens(fd.get(), nullptr);

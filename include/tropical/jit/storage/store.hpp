@@ -46,6 +46,10 @@ struct Lookup {
   }
 };
 
+/// The miss of an entry read whose status is not kOk, with the decision log's words; `bytes` is the
+/// entry's size. Every tier that reads entries reports their failures through it.
+Lookup entry_miss(EntryStatus status, std::uint64_t bytes);
+
 /// Why a store is written: after a compile, or to copy a hit of a lower tier up (promotion).
 enum class StoreReason { kCompiled, kPromoted };
 

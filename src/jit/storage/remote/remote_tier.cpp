@@ -49,10 +49,7 @@ Lookup RemoteTier::lookup(const StoreKey& key, ImageParts parts) {
   }
   // Signed by a trusted key and still not this key's sound entry: a producer's bug, never loaded.
   undecodable_.fetch_add(1, std::memory_order_relaxed);
-  out.miss = read.status == EntryStatus::kOtherKey      ? Miss::kOtherKey
-             : read.status == EntryStatus::kOtherFormat ? Miss::kOtherFormat
-             : read.status == EntryStatus::kTooLarge    ? Miss::kTooLarge
-                                                        : Miss::kCorrupt;
+  out.miss = entry_miss(read.status, found.entry.size()).miss;
   out.detail = "a signed entry that does not decode for this key";
   if (!warned_undecodable_.exchange(true)) {
     warn_("tropical: warning: " + name_ + ": " + out.detail + " (" + store_.redis_key(key.digest) +
