@@ -151,6 +151,17 @@ def write_if_changed(path, text):
     os.replace(tmp, path)
 
 
+def environment(templates):
+    """The Jinja2 environment that renders the templates in folder `templates`."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
@@ -159,13 +170,7 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
     args = parser.parse_args(argv)
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(args.templates),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = environment(args.templates)
     kernels = build_kernels(env)
     context = header_context(kernels)
 

@@ -18,6 +18,7 @@ jit::Registry& detail::create_registry() {
     jit::TierConfig tiers;
     tiers.table = catalog::kTiers;
     tiers.mode = jit::tier_mode_from_env();
+    tiers.ptx = catalog::kShippedPtx;
     auto* made = new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
     registry_instance.store(made, std::memory_order_release);
     return made;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -43,8 +44,17 @@ std::vector<CacheEntry> cache_entries() {
       if (const auto it = fragments.find(key.kernel_name); it != fragments.end()) {
         entry.id = it->second.first;
         entry.tier = it->second.second;
-        entry.mismatch =
-            jit::key_mismatch(key, stored.format, reg.cache_key(*entry.id, key.arch, entry.tier));
+        // An image the driver's JIT made from shipped PTX has its own key (another
+        // compiler: the driver, a PTX digest for the source); without a driver it cannot be matched.
+        const bool jit = !key.options.empty() && key.options.front() == jit::kDriverJitOption;
+        const std::optional<jit::CacheKey> jit_key =
+            jit ? reg.jit_cache_key(*entry.id, key.arch, entry.tier) : std::nullopt;
+        if (jit && !jit_key) {
+          entry.mismatch = jit::KeyMismatch::kCompiler;
+        } else {
+          entry.mismatch = jit::key_mismatch(key, stored.format,
+                                             jit ? *jit_key : reg.cache_key(*entry.id, key.arch, entry.tier));
+        }
       }
     }
     out.push_back(std::move(entry));

@@ -36,6 +36,47 @@ class DriverLoader final : public DeviceLoader {
     return LoadedModule{module, function};
   }
 
+  std::optional<std::string> jit(int device, std::string_view ptx, const std::string& name) override {
+    const auto& api = driver::api();
+    driver::ScopedContext context(device);
+    // The JIT targets the current context's device (CU_JIT_TARGET_FROM_CUCONTEXT,
+    // the default) at its default optimisation level; its log names what failed.
+    char log[4096] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(sizeof(log))};
+    CUlinkState state = nullptr;
+    driver::check(api.cuLinkCreate(2, options, values, &state), "cuLinkCreate");
+    struct Destroy {
+      const driver::Api& api;
+      CUlinkState state;
+      ~Destroy() { api.cuLinkDestroy(state); }
+    } destroy{api, state};
+    const auto fail = [&](CUresult result, const char* call) {
+      if (result == CUDA_SUCCESS) return;
+      log[sizeof(log) - 1] = '\0';
+      throw CudaError(call, result, std::string("JIT of ") + name + " failed" + (log[0] ? std::string(": ") + log : ""));
+    };
+    // The driver wants the PTX NUL-terminated, the NUL counted in the size.
+    const std::string text(ptx);
+    fail(api.cuLinkAddData(state, CU_JIT_INPUT_PTX, const_cast<char*>(text.c_str()), text.size() + 1,
+                           name.c_str(), 0, nullptr, nullptr),
+         "cuLinkAddData");
+    void* cubin = nullptr;
+    std::size_t size = 0;
+    fail(api.cuLinkComplete(state, &cubin, &size), "cuLinkComplete");
+    // The CUBIN belongs to the link state: copied out before it is destroyed.
+    return std::string(static_cast<const char*>(cubin), size);
+  }
+
+  std::string jit_identity() noexcept override {
+    try {
+      const int v = driver::version();
+      return "cuda-driver-jit " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    } catch (...) {
+      return {};
+    }
+  }
+
   void unload(int device, CUmodule module) noexcept override {
     try {
       driver::ScopedContext context(device);

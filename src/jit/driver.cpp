@@ -185,6 +185,12 @@ void check(CUresult result, const char* call) {
   if (result != CUDA_SUCCESS) throw CudaError(call, result, describe(result));
 }
 
+int version() {
+  int v = 0;
+  check(api().cuDriverGetVersion(&v), "cuDriverGetVersion");
+  return v;
+}
+
 int device_count() {
   const Api& a = api();
   int count = 0;

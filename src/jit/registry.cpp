@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -53,6 +54,7 @@ struct Registry::Counters {
   std::atomic<std::uint64_t> quick_calls{0};
   std::atomic<std::uint64_t> background_compiles{0};
   std::atomic<std::uint64_t> first_to_tuned_ns{0};
+  std::atomic<std::uint64_t> jit_compiles{0};
 };
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
@@ -143,6 +145,34 @@ Registry::ImageSlot& Registry::image_slot(std::uint32_t id, int arch, Tier tier)
   return *slot;
 }
 
+CompiledImage Registry::tracked_compile(std::uint32_t id, Tier tier, const std::function<CompiledImage()>& run) {
+  const auto start = Clock::now();
+  // Track how many compiles overlap, so warm() can show it used every core.
+  const unsigned running = ++compiling_;
+  unsigned peak = peak_compiling_.load();
+  while (running > peak && !peak_compiling_.compare_exchange_weak(peak, running)) {
+  }
+  struct Leave {
+    std::atomic<unsigned>& n;
+    ~Leave() { --n; }
+  } leave{compiling_};
+  CompiledImage image = run();
+  Counters& counters = counters_[id];
+  counters.compile_ns += nanoseconds_since(start);
+  if (tier == Tier::kQuick) ++counters.quick_compiles;
+  if (t_background) ++counters.background_compiles;
+  return image;
+}
+
+void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier) {
+  bool compiled = false;
+  slot.image = tiers_->get_or_compile(
+      cache_key(id, arch, tier),
+      [&] { return tracked_compile(id, tier, [&] { return run_compiler(source(id, tier), arch, tier); }); },
+      &compiled);
+  ++(compiled ? counters_[id].compiles : counters_[id].disk_hits);
+}
+
 const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
   const KernelSource& kernel = source(id, tier);
   ImageSlot& slot = image_slot(id, arch, tier);
@@ -152,29 +182,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
   std::call_once(slot.once, [&]() noexcept {
     ran = true;
     try {
-      Counters& counters = counters_[id];
-      bool compiled = false;
-      slot.image = tiers_->get_or_compile(
-          cache_key(id, arch, tier),
-          [&] {
-            const auto start = Clock::now();
-            // Track how many compiles overlap, so warm() can show it used every core.
-            const unsigned running = ++compiling_;
-            unsigned peak = peak_compiling_.load();
-            while (running > peak && !peak_compiling_.compare_exchange_weak(peak, running)) {
-            }
-            struct Leave {
-              std::atomic<unsigned>& n;
-              ~Leave() { --n; }
-            } leave{compiling_};
-            CompiledImage image = run_compiler(kernel, arch, tier);
-            counters.compile_ns += nanoseconds_since(start);
-            if (tier == Tier::kQuick) ++counters.quick_compiles;
-            if (t_background) ++counters.background_compiles;
-            return image;
-          },
-          &compiled);
-      ++(compiled ? counters.compiles : counters.disk_hits);
+      fetch(slot, id, arch, tier);
     } catch (...) {
       slot.error = std::current_exception();
     }
@@ -184,6 +192,69 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
     log_line(tiers_->log(), LogLevel::kDebug,
              std::string(kernel.name) + " sm_" + std::to_string(arch) + ": memory hit");
   }
+  if (slot.error) std::rethrow_exception(slot.error);
+  return *slot.image;
+}
+
+const ShippedPtx* Registry::shipped_ptx(std::uint32_t id, int arch, Tier tier) const noexcept {
+  const auto& table = tier_config_.ptx;
+  if (id >= table.size() || table[id].text.empty() || table[id].tier != tier || arch < table[id].arch) return nullptr;
+  return &table[id];
+}
+
+std::optional<CacheKey> Registry::jit_cache_key(std::uint32_t id, int arch, Tier tier) const {
+  const ShippedPtx* ptx = shipped_ptx(id, arch, tier);
+  std::string identity = ptx != nullptr ? tier_config_.loader->jit_identity() : std::string();
+  if (identity.empty()) return std::nullopt;
+  return CacheKey{std::string(source(id, tier).name), std::string(ptx->digest),
+                  {std::string(kDriverJitOption), "--ptx-arch=compute_" + std::to_string(ptx->arch)}, arch,
+                  std::move(identity)};
+}
+
+const CompiledImage& Registry::device_image(std::uint32_t id, int device, int arch, Tier tier) {
+  const std::optional<CacheKey> jit_key = jit_cache_key(id, arch, tier);
+  if (!jit_key) return image(id, arch, tier);
+  ImageSlot& slot = image_slot(id, arch, tier);
+  std::call_once(slot.once, [&]() noexcept {
+    try {
+      Counters& counters = counters_[id];
+      // An image NVRTC made (tropical warm, a layer, the prebuilt layer) serves first.
+      if (std::optional<CompiledImage> found = tiers_->find(cache_key(id, arch, tier))) {
+        slot.image = std::move(found);
+        ++counters.disk_hits;
+      } else {
+        try {
+          bool compiled = false;
+          slot.image = tiers_->get_or_compile(
+              *jit_key,
+              [&] {
+                return tracked_compile(id, tier, [&] {
+                  std::optional<std::string> cubin =
+                      tier_config_.loader->jit(device, shipped_ptx(id, arch, tier)->text, jit_key->kernel_name);
+                  if (!cubin) throw Unavailable("tropical: this device loader has no JIT");
+                  ++counters.jit_compiles;
+                  CompiledImage made;
+                  made.cubin.resize(cubin->size());
+                  std::memcpy(made.cubin.data(), cubin->data(), cubin->size());
+                  return made;
+                });
+              },
+              &compiled);
+          ++(compiled ? counters.compiles : counters.disk_hits);
+        } catch (const Error& e) {
+          // The driver refused the PTX (older than the NVRTC that made it, or
+          // a JIT error): NVRTC compiles the fragment, as without shipped PTX.
+          log_line(tiers_->log(), LogLevel::kInfo,
+                   jit_key->kernel_name + " sm_" + std::to_string(arch) + ": shipped PTX not usable (" + e.what() +
+                       "); compiling with NVRTC");
+          fetch(slot, id, arch, tier);
+        }
+      }
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    slot.done.store(true, std::memory_order_release);
+  });
   if (slot.error) std::rethrow_exception(slot.error);
   return *slot.image;
 }
@@ -204,7 +275,7 @@ bool Registry::tuned_available(std::uint32_t id, int arch) {
 
 Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module) {
   const auto start = Clock::now();
-  const CompiledImage& img = image(id, arch, tier);
+  const CompiledImage& img = device_image(id, device, arch, tier);
   const auto fetch_ptx = [&] {
     // A disk hit brings no PTX: read it from the entry, else compile again
     // (which also replaces an entry whose PTX is damaged).
@@ -250,6 +321,25 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
     const int arch = tier_config_.loader->arch(device);
     const bool quick_only = tier_config_.mode == TierMode::kQuickOnly;
     if (tiered(id) && (quick_only || !tuned_available(id, arch))) {
+      // A background compile must never be NVRTC's first in the process (see
+      // exit_guard.cpp): NVRTC's first compile runs here, before this call
+      // returns, on a helper thread while this one gets the quick kernel
+      // (which, from shipped PTX, needs no NVRTC). A failure here shows
+      // again in the tuned compile.
+      const auto prepare = []() noexcept {
+        try {
+          prepare_compiler();
+        } catch (...) {
+        }
+      };
+      std::thread preparing;
+      if (!quick_only && !tier_config_.compiler && !nvrtc_compiled()) {
+        try {
+          preparing = std::thread(prepare);
+        } catch (const std::system_error&) {
+          // No thread to spare: prepared below, after the quick kernel.
+        }
+      }
       try {
         slot.quick = load(id, device, arch, Tier::kQuick, slot.quick_module);
         slot.first_call_ns = now_ns();
@@ -258,14 +348,10 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
         // No quick kernel (it failed to compile or load): the tuned one, now.
         slot.first_call_ns = 0;
       }
+      if (preparing.joinable()) preparing.join();
       if (slot.current.load() != nullptr) {
         if (quick_only) return;
-        // A background compile must never be NVRTC's first in the process
-        // (see exit_guard.cpp); a failure here shows again in the tuned compile.
-        try {
-          if (!tier_config_.compiler) prepare_compiler();
-        } catch (...) {
-        }
+        if (!tier_config_.compiler) prepare();
         exit_guard::arm(exit_guard::After::kDriver);
         const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
           const exit_guard::Scope guard;
@@ -384,7 +470,8 @@ std::vector<KernelStats> Registry::stats() const {
     const Counters& c = counters_[i];
     out[i] = KernelStats{c.compiles.load(),       c.compile_ns.load(),          c.disk_hits.load(),
                          c.loads.load(),          c.load_ns.load(),             c.quick_compiles.load(),
-                         c.quick_calls.load(),    c.background_compiles.load(), c.first_to_tuned_ns.load()};
+                         c.quick_calls.load(),    c.background_compiles.load(), c.first_to_tuned_ns.load(),
+                         c.jit_compiles.load()};
   }
   return out;
 }

@@ -78,6 +78,7 @@ class TierLauncher {
     jit::TierConfig tiers;
     tiers.table = catalog::kTiers;
     tiers.mode = mode;
+    tiers.ptx = catalog::kShippedPtx;  // as the library's registry: quick and one-tier kernels by the driver's JIT
     return tiers;
   }
 

@@ -4,7 +4,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "tropical/jit/nvrtc.hpp"
 
@@ -31,6 +33,16 @@ class DeviceLoader {
   /// Throws CudaError (nothing stays loaded then).
   virtual LoadedModule load(int device, const CompiledImage& image, const std::string& name,
                             const std::function<std::string()>& ptx) = 0;
+  /// Compiles `ptx` with the driver's JIT for the device's arch (in its
+  /// primary context, default optimisation) and returns the CUBIN; nullopt
+  /// where this loader has no JIT (the default). Throws CudaError, with the
+  /// JIT's log, if the driver refuses the PTX (a PTX version newer than the
+  /// driver, an arch it cannot target, an error in the PTX).
+  virtual std::optional<std::string> jit(int /*device*/, std::string_view /*ptx*/, const std::string& /*name*/) {
+    return std::nullopt;
+  }
+  /// Who made jit()'s CUBINs, for cache keys (e.g. "cuda-driver-jit 13.0"); empty where jit() has none. Never throws.
+  virtual std::string jit_identity() noexcept { return {}; }
   /// Unloads a module load() returned; never throws.
   virtual void unload(int device, CUmodule module) noexcept = 0;
   /// True if `stream` is capturing a CUDA graph, or if that cannot be told; never throws.

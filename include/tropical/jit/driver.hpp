@@ -26,6 +26,9 @@ bool available() noexcept;
 /// names the error through the driver, or from a built-in table if none is loaded.
 void check(CUresult result, const char* call);
 
+/// The driver's CUDA version as cuDriverGetVersion reports it (13000 for 13.0). Throws Unavailable.
+int version();
+
 /// Number of CUDA devices (0 if the driver loads but sees none). Throws Unavailable.
 int device_count();
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,8 +28,8 @@ namespace tropical::jit {
 
 /// This process's activity for one kernel of a registry.
 struct KernelStats {
-  std::uint64_t compiles = 0;    ///< NVRTC compiles (any arch)
-  std::uint64_t compile_ns = 0;  ///< wall time inside NVRTC
+  std::uint64_t compiles = 0;    ///< compiles by NVRTC or by the driver's JIT of shipped PTX (any arch)
+  std::uint64_t compile_ns = 0;  ///< wall time inside NVRTC or the JIT
   std::uint64_t disk_hits = 0;   ///< images read from the disk cache
   std::uint64_t loads = 0;       ///< modules loaded onto a device
   std::uint64_t load_ns = 0;     ///< wall time of image lookup + cuModuleLoadData
@@ -36,7 +37,12 @@ struct KernelStats {
   std::uint64_t quick_calls = 0;          ///< calls served by the quick kernel
   std::uint64_t background_compiles = 0;  ///< tuned compiles run on the background pool
   std::uint64_t first_to_tuned_ns = 0;    ///< first call to the tuned kernel serving, latest device (0: never tiered)
+  std::uint64_t jit_compiles = 0;         ///< of compiles, those the driver's JIT made from shipped PTX
 };
+
+/// The first option of a cache key whose image the driver's JIT made from
+/// shipped PTX (Registry::jit_cache_key), never an NVRTC option.
+inline constexpr std::string_view kDriverJitOption = "--driver-jit";
 
 /// Outcome of Registry::warm.
 struct WarmReport {
@@ -62,6 +68,13 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
 /// compile_options()), then loaded with cuModuleLoadData in the device's
 /// primary context. Images are shared by devices of the same arch.
+///
+/// Shipped PTX (TierConfig::ptx): a fragment whose PTX ships with the library
+/// (the quick fragments and the kernels with one tier) is, on a device of the
+/// PTX's arch or newer, made by the driver's JIT from that PTX instead of by
+/// NVRTC, and stored under jit_cache_key(); an NVRTC image of the fragment in
+/// the tiers (tropical warm, a layer) still serves first, and a JIT the
+/// driver refuses falls back to NVRTC. Both give the same arithmetic.
 ///
 /// Tiers (a TierConfig with a quick table; README, "First use"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
@@ -153,6 +166,12 @@ class Registry {
   /// The disk-cache key of kernel `id` (of one tier) for sm_<arch>; computing it loads no NVRTC.
   CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
 
+  /// The key under which a first use on a device of sm_<arch> stores the
+  /// image the driver's JIT makes from kernel `id`'s shipped PTX of `tier`
+  /// (kDriverJitOption, the PTX's digest and arch, the loader's jit_identity());
+  /// nullopt if that tier ships no PTX for the arch or the loader has no JIT.
+  std::optional<CacheKey> jit_cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
+
   /// True if kernel `id` has a quick tier and the mode is not kTunedOnly.
   bool tiered(std::uint32_t id) const noexcept;
 
@@ -186,6 +205,12 @@ class Registry {
   Resolved load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module);
   ImageSlot& image_slot(std::uint32_t id, int arch, Tier tier);
   const KernelSource& source(std::uint32_t id, Tier tier) const;
+  const ShippedPtx* shipped_ptx(std::uint32_t id, int arch, Tier tier) const noexcept;
+  // The image for a device: from shipped PTX through the driver's JIT where
+  // the kernel ships it (an NVRTC image in the tiers still serves first), else image().
+  const CompiledImage& device_image(std::uint32_t id, int device, int arch, Tier tier);
+  void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier);
+  CompiledImage tracked_compile(std::uint32_t id, Tier tier, const std::function<CompiledImage()>& run);
   CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
   Catalog catalog_;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "tropical/jit/kernel_source.hpp"
 #include "tropical/jit/nvrtc.hpp"
@@ -69,6 +70,18 @@ enum class TierMode : std::uint8_t {
                ///< allow nothing else (TROPICAL_TIERED=quick; for testing and measuring)
 };
 
+/// PTX of one kernel's fragment, made at build time for the virtual
+/// architecture compute_<arch> with that fragment's compile options
+/// (codegen/ptx.py), shipped in the library. The driver's JIT turns it into a
+/// CUBIN for any device of that arch or newer without loading NVRTC
+/// (DeviceLoader::jit). Empty text: the kernel ships none.
+struct ShippedPtx {
+  Tier tier = Tier::kTuned;  ///< which of the kernel's fragments it was compiled from
+  int arch = 0;              ///< the virtual architecture, 10 * major + minor
+  std::string_view digest;   ///< hex SHA-256 of text
+  std::string_view text;     ///< the PTX
+};
+
 /// Compiles a fragment for sm_<arch>; jit::compile unless a test substitutes its own.
 using Compiler = std::function<CompiledImage(const KernelSource&, int arch)>;
 
@@ -80,6 +93,7 @@ struct TierConfig {
   unsigned background_threads = 0;       ///< tuned compiles at once (0: one per spare core, at least 1)
   std::shared_ptr<DeviceLoader> loader;  ///< null: the CUDA driver
   Compiler compiler;                     ///< null: jit::compile
+  std::span<const ShippedPtx> ptx;       ///< indexed by kernel id; empty: no kernel ships PTX
 };
 
 /// TROPICAL_TIERED: "0", "false", "no" or "off" (any case) give kTunedOnly,
