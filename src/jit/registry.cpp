@@ -218,8 +218,11 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
   std::call_once(slot.once, [&]() noexcept {
     try {
       Counters& counters = counters_[id];
-      // An image NVRTC made (tropical warm, a layer, the prebuilt layer) serves first.
-      if (std::optional<CompiledImage> found = tiers_->find(cache_key(id, arch, tier))) {
+      // The JIT's image from an earlier run, else one NVRTC made (tropical
+      // warm, a layer, the prebuilt layer), else the JIT now.
+      std::optional<CompiledImage> found = tiers_->find_in_primary(*jit_key);
+      if (!found) found = tiers_->find(cache_key(id, arch, tier));
+      if (found) {
         slot.image = std::move(found);
         ++counters.disk_hits;
       } else {

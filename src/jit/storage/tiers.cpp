@@ -234,6 +234,10 @@ void Tiers::make_others() {
 
 std::optional<CompiledImage> Tiers::primary_hit(const CacheKey& key, ImageParts parts) {
   if (made_.load(std::memory_order_acquire)) return std::nullopt;  // the walk asks the primary first
+  return find_in_primary(key, parts);
+}
+
+std::optional<CompiledImage> Tiers::find_in_primary(const CacheKey& key, ImageParts parts) {
   // A miss is not counted or logged here: the walk that follows does both.
   Lookup found = primary_->lookup(StoreKey(key), parts);
   if (!found.image) return std::nullopt;

@@ -58,6 +58,9 @@ class Tiers {
                                bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
   /// find_in_tiers over every tier: is key's image stored anywhere, without compiling.
   std::optional<CompiledImage> find(const CacheKey& key, ImageParts parts = ImageParts::kCubin);
+  /// The primary's image for key, if it holds one: no other tier is asked (or made), and a miss is
+  /// neither counted nor logged (a walk that follows does both).
+  std::optional<CompiledImage> find_in_primary(const CacheKey& key, ImageParts parts = ImageParts::kCubin);
   /// Waits until the copies of lower hits queued so far are written, at most bound; false if it passed.
   bool finish_promotions(std::chrono::milliseconds bound = std::chrono::seconds(30));
   /// The local directory (what `tropical stats`, `clear` and `info` act on).
