@@ -159,13 +159,15 @@ int cmd_gemm(int argc, char** argv) {
         const std::int64_t rows = std::min<std::int64_t>(m, 64);
         const auto c = dc.download(static_cast<std::size_t>(rows * n));
         const std::size_t bad = compare_rows<S, T>(a, b, c, rows, n, k);
-        const char* how =
-            after.compiles > before.compiles
-                ? "compiled by NVRTC"
-                : (after.disk_hits > before.disk_hits ? "read from disk cache" : "already in memory");
+        // A compile of this call's tier: by the driver's JIT of the shipped PTX, or by NVRTC.
+        const bool jit = after.jit_compiles > before.jit_compiles;
+        const char* how = after.compiles > before.compiles
+                              ? (jit ? "JIT-compiled by the driver from shipped PTX" : "compiled by NVRTC")
+                              : (after.disk_hits > before.disk_hits ? "read from disk cache" : "already in memory");
         if (after.quick_calls > before.quick_calls) {
           how = after.quick_compiles > before.quick_compiles
-                    ? "quick tier, compiled by NVRTC; tuned compiling in the background"
+                    ? (jit ? "quick tier, JIT-compiled by the driver from shipped PTX; tuned compiling in the background"
+                           : "quick tier, compiled by NVRTC; tuned compiling in the background")
                     : "quick tier; tuned compiling in the background";
         }
         std::printf("%s %s %" PRId64 "x%" PRId64 "x%" PRId64 " on sm_%d\n", S::kName.data(),
