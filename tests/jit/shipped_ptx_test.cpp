@@ -218,6 +218,30 @@ TEST(ShippedPtx, sixteen_threads_racing_on_first_use_get_one_jit) {
   EXPECT_EQ(compiler.tuned, 0);
 }
 
+TEST(ShippedPtx, without_nvrtc_the_one_tier_kernels_and_the_quick_products_still_run) {
+  test::TempDir dir("ptx");
+  auto loader = std::make_shared<JitLoader>();
+  TierConfig t;
+  t.table = kTable;
+  t.loader = loader;
+  t.ptx = kPtx;
+  std::atomic<int> attempts{0};
+  t.compiler = [&](const KernelSource&, int) -> CompiledImage {
+    ++attempts;
+    throw Unavailable("tropical: libnvrtc.so.13 not found (test)");
+  };
+  Registry registry(kTuned, cache_in(dir.path()), std::move(t));
+  EXPECT_NO_THROW(registry.kernel(1, 0));
+  EXPECT_EQ(registry.kernel(0, 0).tier, Tier::kQuick);
+  // The tuned compile fails in the background; the quick kernel goes on serving, also for a call that waits.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (attempts == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(registry.kernel(0, 0, Request{1e15, nullptr, true}).tier, Tier::kQuick);
+  EXPECT_THROW(registry.function(0, 0), Unavailable) << "a call that allows only the tuned kernel gets the error";
+  EXPECT_EQ(loader->jits, 2);
+  EXPECT_EQ(attempts, 1);
+}
+
 TEST(ShippedPtx, the_catalog_ships_ptx_for_every_quick_fragment_and_every_kernel_with_one_tier) {
   if (!TROPICAL_SHIP_PTX) GTEST_SKIP() << "built with -Dship_ptx=false: the library ships no PTX";
   for (std::size_t id = 0; id < catalog::kKernelCount; ++id) {
