@@ -36,7 +36,7 @@ class DriverLoader final : public DeviceLoader {
     return LoadedModule{module, function};
   }
 
-  std::optional<std::string> jit(int device, std::string_view ptx, const std::string& name) override {
+  std::optional<std::vector<std::byte>> jit(int device, std::string_view ptx, const std::string& name) override {
     const auto& api = driver::api();
     driver::ScopedContext context(device);
     // The JIT targets the current context's device (CU_JIT_TARGET_FROM_CUCONTEXT,
@@ -65,7 +65,8 @@ class DriverLoader final : public DeviceLoader {
     std::size_t size = 0;
     fail(api.cuLinkComplete(state, &cubin, &size), "cuLinkComplete");
     // The CUBIN belongs to the link state: copied out before it is destroyed.
-    return std::string(static_cast<const char*>(cubin), size);
+    const auto* bytes = static_cast<const std::byte*>(cubin);
+    return std::vector<std::byte>(bytes, bytes + size);
   }
 
   std::string jit_identity() noexcept override {

@@ -1,17 +1,12 @@
 #include "tropical/jit/registry.hpp"
 
-#include "registry_parts.hpp"
-
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <map>
-#include <optional>
 #include <system_error>
 #include <thread>
-#include <tuple>
 #include <utility>
 
+#include "registry_parts.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/exit_guard.hpp"
 #include "tropical/jit/storage/io.hpp"

@@ -1,6 +1,5 @@
 // Where the registry gets a kernel's image: memory, the storage tiers, NVRTC,
 // or the driver's JIT of shipped PTX (Registry::image, Registry::device_image).
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -110,14 +109,11 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
               *jit_key,
               [&] {
                 return tracked_compile(id, tier, [&] {
-                  std::optional<std::string> cubin =
+                  std::optional<std::vector<std::byte>> cubin =
                       tier_config_.loader->jit(device, shipped_ptx(id, arch, tier)->text, jit_key->kernel_name);
                   if (!cubin) throw Unavailable("tropical: this device loader has no JIT");
                   ++counters.jit_compiles;
-                  CompiledImage made;
-                  made.cubin.resize(cubin->size());
-                  std::memcpy(made.cubin.data(), cubin->data(), cubin->size());
-                  return made;
+                  return CompiledImage{std::move(*cubin), {}};
                 });
               },
               &compiled);

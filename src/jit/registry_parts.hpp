@@ -18,7 +18,7 @@ namespace tropical::jit {
 using Clock = std::chrono::steady_clock;
 
 // Set on a background worker while it runs a tuned compile, for the statistics.
-extern thread_local bool t_background;
+[[gnu::visibility("hidden")]] extern thread_local bool t_background;
 
 struct Registry::ImageSlot {
   std::once_flag once;

@@ -52,13 +52,13 @@ class JitLoader final : public DeviceLoader {
         << "the image of another kernel was loaded";
     return {reinterpret_cast<CUmodule>(this), reinterpret_cast<CUfunction>(this)};
   }
-  std::optional<std::string> jit(int device, std::string_view ptx, const std::string& name) override {
+  std::optional<std::vector<std::byte>> jit(int device, std::string_view ptx, const std::string& name) override {
     EXPECT_EQ(device, 0);
     EXPECT_EQ(std::string(ptx), "PTX of " + name) << "the PTX of another fragment was given to the JIT";
     ++jits;
     std::this_thread::sleep_for(delay);
     if (refuse) throw CudaError("cuLinkAddData", CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "fake refusal");
-    return name;
+    return image_of(name).cubin;
   }
   std::string jit_identity() noexcept override { return "fake-jit 1.0"; }
   void unload(int, CUmodule) noexcept override {}

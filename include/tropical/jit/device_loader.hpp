@@ -2,11 +2,13 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tropical/jit/nvrtc.hpp"
 
@@ -38,7 +40,8 @@ class DeviceLoader {
   /// where this loader has no JIT (the default). Throws CudaError, with the
   /// JIT's log, if the driver refuses the PTX (a PTX version newer than the
   /// driver, an arch it cannot target, an error in the PTX).
-  virtual std::optional<std::string> jit(int /*device*/, std::string_view /*ptx*/, const std::string& /*name*/) {
+  virtual std::optional<std::vector<std::byte>> jit(int /*device*/, std::string_view /*ptx*/,
+                                                    const std::string& /*name*/) {
     return std::nullopt;
   }
   /// Who made jit()'s CUBINs, for cache keys (e.g. "cuda-driver-jit 13.0"); empty where jit() has none. Never throws.
