@@ -103,7 +103,12 @@ def render(kernels, compiled, arch):
         digest = hashlib.sha256(text.encode()).hexdigest()
         lines.append(f"    {{jit::Tier::k{tier.capitalize()}, {arch}, \"{digest}\",")
         lines.append(f'     R"TROPICAL_PTX({text}){DELIMITER[1:]}"sv}},  // {k.name}')
-    lines += ["}};", "", "}  // namespace tropical::catalog", ""]
+    lines += ["}};", "",
+              "// The options of each effort less the architecture, for a test against jit::compile_options.",
+              "const std::array<std::string_view, 2> kShippedPtxOptions = {",
+              f'    "{" ".join(COMMON_OPTIONS)}"sv,',
+              f'    "{" ".join(COMMON_OPTIONS + LIGHT_OPTIONS)}"sv,',
+              "};", "", "}  // namespace tropical::catalog", ""]
     return "\n".join(lines)
 
 

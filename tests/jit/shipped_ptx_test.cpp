@@ -242,6 +242,16 @@ TEST(ShippedPtx, without_nvrtc_the_one_tier_kernels_and_the_quick_products_still
   EXPECT_EQ(attempts, 1);
 }
 
+TEST(ShippedPtx, the_build_compiled_the_ptx_with_the_run_time_options) {
+  for (const Effort effort : {Effort::kFull, Effort::kLight}) {
+    const std::vector<std::string> options = compile_options(80, effort);
+    std::string joined;
+    for (std::size_t i = 1; i < options.size(); ++i) joined += (i > 1 ? " " : "") + options[i];
+    EXPECT_EQ(catalog::kShippedPtxOptions[effort == Effort::kLight ? 1 : 0], joined)
+        << "codegen/ptx.py and jit::compile_options disagree";
+  }
+}
+
 TEST(ShippedPtx, the_catalog_ships_ptx_for_every_quick_fragment_and_every_kernel_with_one_tier) {
   if (!TROPICAL_SHIP_PTX) GTEST_SKIP() << "built with -Dship_ptx=false: the library ships no PTX";
   for (std::size_t id = 0; id < catalog::kKernelCount; ++id) {
