@@ -133,8 +133,17 @@ def header_context(kernels):
     pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]]
     defaults = [k for k in kernels if not k.variant]
     small = [k for k in kernels if k.variant]
+    # A single product small enough for a small tile of the batched op of its
+    # semiring and type runs there as a batch of one (catalog::pick_product).
+    batched_of = {spec.Op.GEMM: spec.Op.GEMM_BATCHED, spec.Op.GEMM_ARGMAX: spec.Op.GEMM_BATCHED_ARGMAX}
+    single = []
+    for k in defaults:
+        if k.op in batched_of:
+            tiles = [t for t in small if t.base.op == batched_of[k.op] and t.base.semiring == k.semiring
+                     and t.base.type == k.type]
+            single.extend((k, t) for t in tiles)
     return {"semirings": semirings, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
-            "defaults": defaults, "small": small}
+            "defaults": defaults, "small": small, "single": single}
 
 
 def write_if_changed(path, text):

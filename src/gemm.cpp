@@ -248,6 +248,14 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   const std::uint64_t unused = 0;
   void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
   void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
+  const catalog::KernelId small = catalog::pick_product(id, p.m, p.n);
+  if (small != id) {
+    long long no_stride = 0, one = 1;
+    void* batch_args[] = {&a,  &b,  &c,         &m,         &n,         &k,   &lda,  &ldb, &ldc,
+                          &ta, &tb, &no_stride, &no_stride, &no_stride, &one, alpha, beta, &flags};
+    launch(small, device, Extent{p.m, p.n, p.k}, stream, batch_args);
+    return;
+  }
   void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
@@ -266,6 +274,14 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
+  const catalog::KernelId small = catalog::pick_product(id, p.m, p.n);
+  if (small != id) {
+    long long no_stride = 0, one = 1;
+    void* batch_args[] = {&a,   &b,   &c,   &argmax, &m,         &n,         &k,         &lda,      &ldb,
+                          &ldc, &ldx, &ta,  &tb,     &no_stride, &no_stride, &no_stride, &no_stride, &one};
+    launch(small, device, Extent{p.m, p.n, p.k}, stream, batch_args);
+    return;
+  }
   void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }

@@ -53,6 +53,31 @@ TEST(Api, batched_products_pick_the_smallest_tile_that_holds_m_by_n) {
   EXPECT_EQ(catalog::kInfo[static_cast<std::size_t>(KernelId::kGemmBatchedMaxplusF32Tile16x16)].launch.tile_m, 16u);
 }
 
+TEST(Api, small_single_products_run_on_a_small_batched_tile) {
+  using catalog::KernelId;
+  using catalog::pick_product;
+  static_assert(pick_product(KernelId::kGemmMaxplusF32, 64, 64) == KernelId::kGemmBatchedMaxplusF32Tile64x64);
+  static_assert(pick_product(KernelId::kGemmMaxplusF32, 16, 1) == KernelId::kGemmBatchedMaxplusF32Tile16x16);
+  static_assert(pick_product(KernelId::kGemmMaxplusF32, 64, 65) == KernelId::kGemmMaxplusF32);
+  static_assert(pick_product(KernelId::kGemmArgmaxMinplusF32, 20, 30) ==
+                KernelId::kGemmBatchedArgmaxMinplusF32Tile32x32);
+  static_assert(pick_product(KernelId::kGemmMaxmulF64, 32, 32) == KernelId::kGemmBatchedMaxmulF64Tile32x32);
+  // f64 has no 64 x 64 small tile; integer types and other ops have none.
+  static_assert(pick_product(KernelId::kGemmMaxmulF64, 33, 1) == KernelId::kGemmMaxmulF64);
+  static_assert(pick_product(KernelId::kGemmMaxplusI32, 8, 8) == KernelId::kGemmMaxplusI32);
+  static_assert(pick_product(KernelId::kBackwardAMaxplusF32, 8, 8) == KernelId::kBackwardAMaxplusF32);
+  static_assert(pick_product(KernelId::kGemmBatchedMaxplusF32, 8, 8) == KernelId::kGemmBatchedMaxplusF32);
+  // Every target is a small tile of the batched op of the same semiring and type.
+  for (const auto& t : catalog::kSingleTiles) {
+    const auto& single = catalog::kInfo[static_cast<std::size_t>(t.single)];
+    const auto& tile = catalog::kInfo[static_cast<std::size_t>(t.id)];
+    EXPECT_EQ(tile.semiring, single.semiring);
+    EXPECT_EQ(tile.type, single.type);
+    EXPECT_FALSE(tile.variant.empty());
+    EXPECT_EQ(tile.op, single.op == Op::kGemm ? Op::kGemmBatched : Op::kGemmBatchedArgmax);
+  }
+}
+
 TEST(Api, device_count_is_zero_without_a_driver_and_never_throws) {
   EXPECT_NO_THROW((void)device_count());
   if (!jit::driver::available()) {

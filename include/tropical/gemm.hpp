@@ -29,6 +29,9 @@
 ///   op(A) (x) op(B) (+) beta (x) C reads and writes C in place, which is
 ///   allowed); identical pointers are rejected, partial overlaps are the
 ///   caller's to avoid.
+/// - A gemm or gemm_argmax whose m x n fits a small tile of the batched op
+///   (f32 and f64: 16, 32 or 64 square, catalog::pick_product) runs as a batch
+///   of one on that tile's kernel: one block, no idle threads, a smaller module.
 /// - The first call of each (semiring, type, op, tile) on a device compiles or
 ///   loads one kernel; later calls find it with one atomic load, then check the
 ///   pointers with the driver (a few cuPointerGetAttribute calls) and launch.

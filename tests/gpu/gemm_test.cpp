@@ -44,6 +44,9 @@ const std::vector<Shape> kShapes = {
     {129, 65, 129, Trans::kNo, Trans::kNo}, {1000, 7, 129, Trans::kYes, Trans::kNo},
     {33, 1000, 17, Trans::kNo, Trans::kYes}, {129, 129, 1000, Trans::kYes, Trans::kYes},
     {5, 3, 0, Trans::kNo, Trans::kNo},
+    // Single products that run on a small batched tile (pick_product), every transpose.
+    {64, 40, 100, Trans::kYes, Trans::kYes}, {20, 64, 33, Trans::kNo, Trans::kYes},
+    {32, 17, 64, Trans::kYes, Trans::kNo},
 };
 const Shape kLarge = {2049, 65, 2050, Trans::kNo, Trans::kNo};
 
