@@ -235,7 +235,8 @@ int child_first_product(bool gpu) {
 // entry name (the key's first SHA-256), read + verify the entry (header, key,
 // CUBIN, checksums), load the module and find the function.
 int child_first_product_parts(int arch, bool gpu) {
-  const std::uint32_t id = static_cast<std::uint32_t>(kernel_id<MaxPlus, float, Op::kGemm>());
+  // The kernel the product runs: a 64 x 64 product runs on a small batched tile (catalog::pick_product).
+  const std::uint32_t id = static_cast<std::uint32_t>(catalog::pick_product(kernel_id<MaxPlus, float, Op::kGemm>(), 64, 64));
   create_context(gpu);
   const jit::CacheKey key = registry().cache_key(id, arch);
   jit::LocalStore disk(jit::CacheConfig::from_env());
