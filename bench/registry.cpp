@@ -203,9 +203,9 @@ jit::CacheConfig fresh_over_layer() {
 }
 
 // Warm first use from a read-only layer (a shipped image, the install's prebuilt cache) by a fresh registry
-// whose primary is empty: read + verify CUBIN and PTX from the layer, queue the copy into the primary (written
-// by a background thread: write, rename; checked after each iteration), cuModuleLoadData; context creation
-// excluded. Target <= 0.5 ms.
+// whose primary is empty: read + verify the CUBIN from the layer, queue the copy into the primary (read again
+// whole and written by a background thread: read, verify, write, rename; checked after each iteration),
+// cuModuleLoadData; context creation excluded. Target <= 0.5 ms.
 void BM_warm_first_use_from_layer(benchmark::State& state) {
   if (!jit::driver::available()) {
     state.SkipWithError("no CUDA device: the GPU half of a warm first use needs a GPU");
@@ -233,7 +233,7 @@ BENCHMARK(BM_warm_first_use_from_layer)->Arg(0)->Arg(static_cast<int>(catalog::K
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // CPU part of a layer hit: a miss in an empty primary, then the layer (made on that miss) read and verified,
-// CUBIN and PTX, and the copy into the primary queued. With written=1 the timing also waits for the copy
+// the CUBIN only, and the copy into the primary queued (its whole read is the copier's). With written=1 the timing also waits for the copy
 // (write, rename, eviction pass), which the caller of a first use does not; with 0 it is checked untimed.
 void BM_layer_hit_with_promotion(benchmark::State& state) {
   const bool written = state.range(0) != 0;

@@ -55,7 +55,7 @@ struct LayerStore::Impl {
               "tropical: warning: cache layer " + dir.string() + " " + status + "; not used\n");
   }
 
-  Lookup read(const StoreKey& key, ImageParts parts) {
+  Lookup read(const StoreKey& key, ImageParts parts, bool count = true) {
     if (!fd.valid()) return Lookup{std::nullopt, Miss::kUnavailable, status};
     const std::string file = key.digest + std::string(local::kEntrySuffix);
     Fd entry(::openat(fd.get(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -72,7 +72,7 @@ struct LayerStore::Impl {
     const auto size = static_cast<std::uint64_t>(st.st_size);
     EntryRead read = read_entry(entry.get(), size, key.serialized, parts);
     if (read.status != EntryStatus::kOk) return entry_miss(read.status, size);
-    hits.fetch_add(1, std::memory_order_relaxed);
+    if (count) hits.fetch_add(1, std::memory_order_relaxed);
     return Lookup{std::move(read.image), Miss::kNoEntry, {}};
   }
 };
@@ -85,6 +85,8 @@ LayerStore::~LayerStore() = default;
 const std::string& LayerStore::name() const noexcept { return impl_->name; }
 
 Lookup LayerStore::lookup(const StoreKey& key, ImageParts parts) { return impl_->read(key, parts); }
+
+Lookup LayerStore::reread(const StoreKey& key) { return impl_->read(key, ImageParts::kCubinAndPtx, false); }
 
 bool LayerStore::store(const StoreKey& key, const CompiledImage& image, StoreReason reason) {
   (void)key, (void)image, (void)reason;

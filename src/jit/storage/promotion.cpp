@@ -15,6 +15,7 @@ struct Promotions::Job {
   std::string digest;
   CompiledImage image;
   std::vector<Store*> into;
+  Store* from;  // non-null: image is empty, read the whole entry from here first
   // Held from the queueing to the end of the write: the process's exit waits for it.
   exit_guard::Scope scope;
 };
@@ -39,6 +40,12 @@ void Promotions::write(Job& job) const noexcept {
   try {
     const StoreKey key(job.key, std::move(job.serialized), std::move(job.digest));
     const std::string kernel = job.key.kernel_name + " sm_" + std::to_string(job.key.arch);
+    if (job.from != nullptr) {
+      // Gone or damaged since the caller's read: nothing to copy; the next process reads the tier again.
+      Lookup whole = job.from->reread(key);
+      if (!whole.image) return;
+      job.image = std::move(*whole.image);
+    }
     for (Store* tier : job.into) {
       if (tier->can_store() && tier->store(key, job.image, StoreReason::kPromoted)) {
         log_line(log_, LogLevel::kInfo, kernel + ": copied into " + tier->name());
@@ -51,12 +58,23 @@ void Promotions::write(Job& job) const noexcept {
 }
 
 void Promotions::copy(const StoreKey& key, CompiledImage image, std::vector<Store*> into) noexcept {
-  std::unique_ptr<Job> job;
   try {
-    job.reset(new Job{key.key, key.serialized, key.digest, std::move(image), std::move(into), {}});
+    queue(std::unique_ptr<Job>(new Job{key.key, key.serialized, key.digest, std::move(image), std::move(into),
+                                       nullptr, {}}));
   } catch (...) {
-    return;  // out of memory: no copy this time
+    // out of memory: no copy this time
   }
+}
+
+void Promotions::copy_from(const StoreKey& key, Store* from, std::vector<Store*> into) noexcept {
+  try {
+    queue(std::unique_ptr<Job>(new Job{key.key, key.serialized, key.digest, {}, std::move(into), from, {}}));
+  } catch (...) {
+    // out of memory: no copy this time
+  }
+}
+
+void Promotions::queue(std::unique_ptr<Job> job) noexcept {
   if (job->scope) {
     std::unique_lock lock(mutex_);
     if (owner_ != ::getpid()) {

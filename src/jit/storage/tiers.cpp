@@ -23,15 +23,26 @@ std::string why_missing(const Lookup& lookup) {
   return lookup.miss == Miss::kUnavailable ? "tier unavailable" : "no entry";
 }
 
-// Copies image, tier i's hit (whole: CUBIN and PTX), into the tiers above i that can store; in the background
-// when promotions is given. Returns the image with the parts asked for.
+// The parts to read from tier i, which the walk found below the first writable tier or not: a copy up must be
+// whole, so the caller reads the PTX too, unless the tier can be read again by the background copier.
+ImageParts parts_to_read(std::span<Store* const> tiers, std::size_t i, std::size_t writable, ImageParts parts,
+                         const Promotions* promotions) {
+  const bool copier_reads = promotions != nullptr && tiers[i]->rereadable();
+  return i > writable && !copier_reads ? ImageParts::kCubinAndPtx : parts;
+}
+
+// Copies image, tier i's hit, into the tiers above i that can store; in the background when promotions is
+// given, where a rereadable tier's entry is read again whole by the copier (image then holds only the parts
+// asked for), else image is whole (CUBIN and PTX). Returns the image with the parts asked for.
 CompiledImage copy_up(std::span<Store* const> tiers, std::size_t i, LogLevel log, const StoreKey& k,
                       const std::string& kernel, CompiledImage image, ImageParts parts, Promotions* promotions) {
   std::vector<Store*> into;
   for (std::size_t j = 0; j < i; ++j) {
     if (tiers[j]->can_store()) into.push_back(tiers[j]);
   }
-  if (promotions != nullptr && !into.empty()) {
+  if (promotions != nullptr && !into.empty() && tiers[i]->rereadable()) {
+    promotions->copy_from(k, tiers[i], std::move(into));
+  } else if (promotions != nullptr && !into.empty()) {
     CompiledImage whole;
     whole.cubin = image.cubin;
     whole.ptx = parts == ImageParts::kCubin ? std::move(image.ptx) : image.ptx;
@@ -66,9 +77,7 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   // One pass down the tiers. A bad file met in either pass is counted once per walk.
   const auto look = [&](bool log_misses) -> std::optional<CompiledImage> {
     for (std::size_t i = 0; i < n; ++i) {
-      // Below a writable tier, a hit is copied up, and a copy must be whole: read its PTX too.
-      const ImageParts ask = i > writable ? ImageParts::kCubinAndPtx : parts;
-      Lookup found = tiers[i]->lookup(k, ask);
+      Lookup found = tiers[i]->lookup(k, parts_to_read(tiers, i, writable, parts, promotions));
       if (!found.image) {
         bad[i] = bad[i] || found.bad();
         if (log_misses)
@@ -156,9 +165,7 @@ std::optional<CompiledImage> find_in_tiers(std::span<Store* const> tiers, LogLev
     if (tiers[i]->can_store()) writable = i;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    // Below a writable tier, a hit is copied up, and a copy must be whole: read its PTX too.
-    const ImageParts ask = i > writable ? ImageParts::kCubinAndPtx : parts;
-    Lookup found = tiers[i]->lookup(k, ask);
+    Lookup found = tiers[i]->lookup(k, parts_to_read(tiers, i, writable, parts, promotions));
     if (!found.image) {
       log_line(log, LogLevel::kDebug, kernel + ": not (yet) in " + tiers[i]->name() + ": " + why_missing(found));
       continue;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "test_support.hpp"
+#include "tropical/jit/storage/promotion.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 
 namespace tropical::jit {
@@ -53,6 +54,52 @@ TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_
   EXPECT_EQ(info.hits, 1u);
 }
 
+// The caller of a layer hit reads the CUBIN only; the copier reads the entry again, whole, uncounted.
+TEST_F(LayerStoreTest, a_layer_hit_copies_the_whole_entry_though_the_caller_read_only_its_cubin) {
+  const fs::path layer = warmed_layer({1});
+  Tiers tiers(with_layer(layer));
+  bool compiled = true;
+  const CompiledImage image = tiers.get_or_compile(
+      make_key(1), [] { return make_image(99); }, &compiled, ImageParts::kCubin);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(image.cubin, make_image(1).cubin);
+  EXPECT_TRUE(image.ptx.empty());
+  ASSERT_TRUE(tiers.finish_promotions());
+  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(copied.has_value());
+  EXPECT_TRUE(same(*copied, make_image(1))) << "the copy holds the PTX the caller did not read";
+  EXPECT_EQ(tiers.list()[1]->describe().hits, 1u) << "the copier's read is no second hit";
+
+  // reread(): the whole entry, verified, not counted; a damaged entry is a miss.
+  LayerStore store(layer, LogLevel::kOff, true);
+  const StoreKey key(make_key(1));
+  const Lookup whole = store.reread(key);
+  ASSERT_TRUE(whole.image.has_value());
+  EXPECT_TRUE(same(*whole.image, make_image(1)));
+  EXPECT_EQ(store.describe().hits, 0u);
+  EXPECT_FALSE(store.reread(StoreKey(make_key(2))).image.has_value());
+}
+
+// The copier reads the entry again: one that went away (or was damaged) since the caller's read is not
+// copied, and the primary is left without it (the next process reads the layer again).
+TEST_F(LayerStoreTest, a_copy_from_a_layer_whose_entry_went_away_writes_nothing) {
+  const fs::path layer = warmed_layer({1});
+  LayerStore from(layer, LogLevel::kOff, true);
+  LocalStore primary(config());
+  {
+    Promotions promotions(LogLevel::kOff);
+    promotions.copy_from(StoreKey(make_key(2)), &from, {&primary});  // never in the layer
+    ASSERT_TRUE(promotions.wait(std::chrono::seconds(10)));
+    EXPECT_FALSE(primary.load(make_key(2), ImageParts::kCubin).has_value());
+    promotions.copy_from(StoreKey(make_key(1)), &from, {&primary});
+    ASSERT_TRUE(promotions.wait(std::chrono::seconds(10)));
+  }
+  const auto copied = primary.load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(copied.has_value());
+  EXPECT_TRUE(same(*copied, make_image(1)));
+  EXPECT_EQ(from.describe().hits, 0u) << "the copier's reads are not hits";
+}
+
 TEST_F(LayerStoreTest, layer_writable_by_others_or_group_is_refused_and_the_walk_compiles) {
   for (const mode_t mode : {0757, 0775}) {
     const fs::path layer = warmed_layer({1});
@@ -66,20 +113,32 @@ TEST_F(LayerStoreTest, layer_writable_by_others_or_group_is_refused_and_the_walk
   }
 }
 
-TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) {
-  const fs::path layer = warmed_layer({1});
+// Flips one byte of the layer's entry for make_key(1): in the middle of its CUBIN, or its last byte (the PTX).
+fs::path tamper(const fs::path& layer, bool in_cubin) {
   CacheConfig c;
   c.dir = layer;
   const fs::path entry = LocalStore(c).entry_path(make_key(1));
   ::chmod(layer.c_str(), 0755);
+  std::string bytes = read_file(entry);
+  const auto& cubin = make_image(1).cubin;
+  const std::size_t at = in_cubin ? bytes.find(std::string(reinterpret_cast<const char*>(cubin.data()), cubin.size())) +
+                                        cubin.size() / 2
+                                  : bytes.size() - 1;
+  EXPECT_LT(at, bytes.size());
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
   {
     std::FILE* f = std::fopen(entry.c_str(), "r+b");
-    ASSERT_NE(f, nullptr);
-    std::fseek(f, -1, SEEK_END);
-    std::fputc(0x5a, f);
+    EXPECT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
     std::fclose(f);
   }
   ::chmod(layer.c_str(), 0555);
+  return entry;
+}
+
+TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) {
+  const fs::path layer = warmed_layer({1});
+  const fs::path entry = tamper(layer, true);
   const auto before = fs::last_write_time(entry);
   Tiers tiers(with_layer(layer));
   bool compiled = false;
@@ -89,6 +148,31 @@ TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) 
   EXPECT_EQ(fs::last_write_time(entry), before);
   EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
   EXPECT_FALSE(tiers.list()[1]->can_store());
+}
+
+// A damaged PTX: a caller that reads the CUBIN (verified by its own checksum) is served, as from the primary;
+// the copier's whole read fails, so nothing is copied; a caller that needs the PTX gets a miss and compiles.
+TEST_F(LayerStoreTest, tampered_ptx_serves_the_cubin_copies_nothing_and_is_a_miss_for_a_ptx_reader) {
+  const fs::path layer = warmed_layer({1});
+  const fs::path entry = tamper(layer, false);
+  const auto before = fs::last_write_time(entry);
+  {
+    Tiers tiers(with_layer(layer));
+    bool compiled = true;
+    const CompiledImage image = tiers.get_or_compile(
+        make_key(1), [] { return make_image(99); }, &compiled, ImageParts::kCubin);
+    EXPECT_FALSE(compiled);
+    EXPECT_EQ(image.cubin, make_image(1).cubin);
+    ASSERT_TRUE(tiers.finish_promotions());
+    EXPECT_FALSE(fs::exists(tiers.primary().entry_path(make_key(1))));
+  }
+  Tiers tiers(with_layer(layer));
+  bool compiled = false;
+  tiers.get_or_compile(
+      make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx);
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
+  EXPECT_EQ(fs::last_write_time(entry), before);
 }
 
 TEST_F(LayerStoreTest, entry_writable_by_others_is_refused) {

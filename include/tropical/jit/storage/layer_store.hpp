@@ -30,6 +30,10 @@ class LayerStore final : public Store {
   const std::string& name() const noexcept override;
   /// See Store::lookup.
   Lookup lookup(const StoreKey& key, ImageParts parts) override;
+  /// True: a hit's copy into the primary is read again by the copier, off the caller's path.
+  bool rereadable() const noexcept override { return true; }
+  /// The whole entry, verified as lookup() does, not counted.
+  Lookup reread(const StoreKey& key) override;
   /// Always false: a layer is never written.
   bool can_store() const noexcept override { return false; }
   /// Stores nothing; returns false.

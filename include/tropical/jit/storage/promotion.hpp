@@ -19,7 +19,8 @@ namespace tropical::jit {
 
 /// Copies of a lower tier's hit (a read-only layer, the remote) into the writable tiers above it, written on
 /// one background thread so that the first use the hit serves does not wait for the write (a whole entry,
-/// ~0.3 MB, into a new file, then a rename and the eviction pass: most of a layer hit's time). The copy is
+/// ~0.2 MB, into a new file, then a rename and the eviction pass: most of a layer hit's time), nor, from a
+/// tier that can be read again (a layer), for the read of the PTX that only the copy needs. The copy is
 /// the one the walk would have written, with the same checks; the worker starts on the first copy, and the
 /// process's exit waits for every copy queued (at most exit_guard::kWaitSeconds), so a short-lived process
 /// still leaves its hits promoted. Where no worker can run (the queue is full, no thread can start, the
@@ -39,11 +40,16 @@ class Promotions {
   /// after_store(); in the background when it can. The tiers must outlive this object.
   void copy(const StoreKey& key, CompiledImage image, std::vector<Store*> into) noexcept;
 
+  /// The same for a hit of `from` (rereadable()) that the caller read in part: the copier reads the
+  /// whole entry again with from->reread() and copies it if it is still there and sound.
+  void copy_from(const StoreKey& key, Store* from, std::vector<Store*> into) noexcept;
+
   /// Waits until every copy queued before the call is written, at most `bound`; false if the bound passed.
   bool wait(std::chrono::milliseconds bound);
 
  private:
   struct Job;
+  void queue(std::unique_ptr<Job> job) noexcept;
   void run() noexcept;
   void write(Job& job) const noexcept;
 

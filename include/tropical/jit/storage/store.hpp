@@ -96,6 +96,13 @@ class Store {
   /// The verified entry for key with the given parts, or why not; never waits for a writer. Counts the hit
   /// (and its bytes and time); a miss is counted by count_miss(), once per walk.
   virtual Lookup lookup(const StoreKey& key, ImageParts parts) = 0;
+  /// True if a hit here can be read again by reread() (a directory on this machine): a copy of the hit
+  /// into the tiers above is then read by the background copier, and the caller reads only the parts it
+  /// asked for. False (the default) where a second read costs (a remote): the caller reads it whole once.
+  virtual bool rereadable() const noexcept { return false; }
+  /// The verified entry for key, whole (CUBIN and PTX), for a copy into the tiers above; not counted as a
+  /// hit (the hit it copies was). Used only where rereadable(); default: lookup().
+  virtual Lookup reread(const StoreKey& key) { return lookup(key, ImageParts::kCubinAndPtx); }
   /// True if store() may write (false for read-only layers and degraded tiers).
   virtual bool can_store() const noexcept = 0;
   /// Writes image (whole: CUBIN and PTX) under key; returns false if nothing was stored (warned once).
