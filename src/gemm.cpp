@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "checks.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
@@ -13,114 +14,7 @@ namespace {
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridZ = 65535;
 
-[[noreturn]] void invalid(const std::string& what) { throw InvalidArgument("tropical: " + what); }
-
-/// Rows and columns of an operand as stored (transposed storage swaps them).
-struct Stored {
-  std::int64_t rows, cols;
-};
-
-Stored stored(Trans t, std::int64_t rows, std::int64_t cols) {
-  return t == Trans::kYes ? Stored{cols, rows} : Stored{rows, cols};
-}
-
-void check_ld(const char* name, std::int64_t ld, Stored s) {
-  if (ld < (s.cols > 1 ? s.cols : 1)) {
-    invalid(std::string("leading dimension ") + name + " = " + std::to_string(ld) + " is below " +
-            std::to_string(s.cols > 1 ? s.cols : 1));
-  }
-}
-
-void check_shape(const Problem& p) {
-  if (p.m < 0 || p.n < 0 || p.k < 0) {
-    invalid("negative size m = " + std::to_string(p.m) + ", n = " + std::to_string(p.n) +
-            ", k = " + std::to_string(p.k));
-  }
-}
-
-/// Elements from the first to one past the last element of a rows x cols
-/// matrix with leading dimension ld ((rows - 1) * ld + cols; 0 if empty),
-/// checked so that it and its size in bytes fit 64 bits.
-std::int64_t extent(const char* name, Stored s, std::int64_t ld, std::size_t elem_size) {
-  if (s.rows == 0 || s.cols == 0) return 0;
-  std::int64_t e = 0, bytes = 0;
-  if (__builtin_mul_overflow(s.rows - 1, ld, &e) || __builtin_add_overflow(e, s.cols, &e) ||
-      __builtin_mul_overflow(e, static_cast<std::int64_t>(elem_size), &bytes)) {
-    invalid(std::string(name) + ": " + std::to_string(s.rows) + " rows with leading dimension " +
-            std::to_string(ld) + " overflow 64 bits");
-  }
-  return e;
-}
-
-/// Checks that `batch` products of `extent` elements, `stride` apart, are
-/// addressable in 64 bits ((batch - 1) * stride + extent, in bytes); with
-/// `disjoint`, also that they do not overlap (stride >= extent).
-void check_batch(const char* name, std::int64_t stride, std::int64_t extent, std::int64_t batch,
-                 std::size_t elem_size, bool disjoint) {
-  if (stride < 0) invalid("negative " + std::string(name) + " = " + std::to_string(stride));
-  if (batch <= 1 || extent == 0) return;
-  if (disjoint && stride < extent) {
-    invalid(std::string(name) + " = " + std::to_string(stride) + " makes the products of the batch overlap");
-  }
-  std::int64_t last = 0;
-  if (__builtin_mul_overflow(batch - 1, stride, &last) || __builtin_add_overflow(last, extent, &last) ||
-      __builtin_mul_overflow(last, static_cast<std::int64_t>(elem_size), &last)) {
-    invalid(std::string(name) + " = " + std::to_string(stride) + " times a batch of " + std::to_string(batch) +
-            " overflows 64 bits");
-  }
-}
-
-/// Rejects a null pointer, before any overlap check can mistake it for one.
-void check_non_null(const void* ptr, const char* name) {
-  if (ptr == nullptr) invalid(std::string(name) + " is null");
-}
-
-/// The device ordinal owning ptr; rejects null, host-only and unknown memory.
-int device_of(const void* ptr, const char* name) {
-  if (ptr == nullptr) invalid(std::string(name) + " is null");
-  const auto& api = jit::driver::api();
-  int ordinal = -1;
-  const CUresult r = api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                               reinterpret_cast<CUdeviceptr>(ptr));
-  if (r != CUDA_SUCCESS || ordinal < 0) {
-    invalid(std::string(name) + " is not memory of a CUDA device (plain host memory?)");
-  }
-  return ordinal;
-}
-
-/// Every pointer of a call must live on one device; that device runs the kernel.
-class DeviceCheck {
- public:
-  void add(const void* ptr, const char* name) {
-    const int d = device_of(ptr, name);
-    if (device_ < 0) {
-      device_ = d;
-      first_ = name;
-    } else if (d != device_) {
-      invalid(std::string(name) + " is on device " + std::to_string(d) + " but " + first_ +
-              " is on device " + std::to_string(device_));
-    }
-  }
-
-  /// The common device; also checks that `stream` belongs to its primary context.
-  int device(CUstream stream) const {
-    // The special handles (legacy, per-thread) mean "the current context's".
-    if (reinterpret_cast<std::uintptr_t>(stream) > 2) {
-      CUcontext ctx = nullptr;
-      jit::driver::check(jit::driver::api().cuStreamGetCtx(stream, &ctx), "cuStreamGetCtx");
-      if (ctx != jit::driver::primary_context(device_)) {
-        invalid("stream does not belong to the primary context of device " + std::to_string(device_) +
-                ", where the operands live");
-      }
-    }
-    return device_;
-  }
-
- private:
-  int device_ = -1;
-  const char* first_ = "";
-};
-
+/// A launch's grid: blocks along n, m and the batch.
 struct Grid {
   unsigned x, y, z;
 };
@@ -131,6 +25,7 @@ struct Extent {
   std::int64_t m, n, k, batch = 1;
 };
 
+/// The grid of one block per tile of C (launch's tile) over e; rejects a grid the device cannot launch.
 Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
   const std::int64_t gx = e.n == 0 ? 0 : (e.n - 1) / launch.tile_n + 1;
   const std::int64_t gy = e.m == 0 ? 0 : (e.m - 1) / launch.tile_m + 1;
@@ -182,54 +77,8 @@ void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream strea
                      "cuLaunchKernel");
 }
 
+/// The kernels' transpose flag.
 int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
-
-/// Extents (elements spanned) of the operands of one product.
-struct Extents {
-  std::int64_t a, b, c;
-};
-
-/// Checks the shape, leading dimensions and 64-bit extents of C = op(A) (x) op(B).
-Extents check_product(const Problem& p, std::size_t elem_size) {
-  check_shape(p);
-  check_ld("lda", p.lda, stored(p.ta, p.m, p.k));
-  check_ld("ldb", p.ldb, stored(p.tb, p.k, p.n));
-  check_ld("ldc", p.ldc, {p.m, p.n});
-  return {extent("A", stored(p.ta, p.m, p.k), p.lda, elem_size), extent("B", stored(p.tb, p.k, p.n), p.ldb, elem_size),
-          extent("C", {p.m, p.n}, p.ldc, elem_size)};
-}
-
-/// Rejects null operands of a non-empty product (A and B only if k > 0), then
-/// C in place of A or B, and argmax (if not null) in place of any of them.
-/// Runs before any driver call, so these errors need no GPU.
-void check_operands(const Problem& p, const void* a, const void* b, const void* c, const void* argmax) {
-  if (p.k > 0) {
-    check_non_null(a, "A");
-    check_non_null(b, "B");
-  }
-  check_non_null(c, "C");
-  // Blocks write C while others still read A and B: no in-place products.
-  if (p.k > 0 && (c == a || c == b)) invalid("C must not overlap A or B (write the product to another buffer)");
-  if (argmax != nullptr && (argmax == c || (p.k > 0 && (argmax == a || argmax == b)))) {
-    invalid("argmax must not overlap A, B or C");
-  }
-}
-
-/// Adds the operands of a checked, non-empty product to a device check.
-void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
-  if (p.k > 0) {
-    devices.add(a, "A");
-    devices.add(b, "B");
-  }
-  devices.add(c, "C");
-}
-
-/// The argmax of a product: checks k, ldargmax and the extent; returns the extent.
-std::int64_t check_argmax(const Problem& p, std::int64_t ldargmax) {
-  if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
-  check_ld("ldargmax", ldargmax, {p.m, p.n});
-  return extent("argmax", {p.m, p.n}, ldargmax, sizeof(std::int32_t));
-}
 
 }  // namespace
 
@@ -285,66 +134,6 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
-
-namespace {
-
-/// The checked shapes of a backward pass.
-struct BackwardShape {
-  bool wrt_a;
-  Stored grad, other;  // the gradient (stored like its operand) and the other operand
-  std::int64_t grad_extent, gc_extent, argmax_extent, other_extent;
-};
-
-BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p, std::int64_t ldgc,
-                             std::int64_t ldargmax, bool reads_operand, std::int64_t ld_operand,
-                             std::int64_t ldgrad) {
-  check_shape(p);
-  const Op op = catalog::kInfo[static_cast<std::size_t>(id)].op;
-  BackwardShape s{};
-  s.wrt_a = op == Op::kBackwardA || op == Op::kBackwardABatched;
-  // The gradient has the stored shape of the operand it belongs to; the other
-  // operand (read for MaxMul only) has its own.
-  s.grad = s.wrt_a ? stored(p.ta, p.m, p.k) : stored(p.tb, p.k, p.n);
-  s.other = s.wrt_a ? stored(p.tb, p.k, p.n) : stored(p.ta, p.m, p.k);
-  check_ld("ldgc", ldgc, {p.m, p.n});
-  check_ld("ldargmax", ldargmax, {p.m, p.n});
-  check_ld(s.wrt_a ? "ldga" : "ldgb", ldgrad, s.grad);
-  if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
-  s.grad_extent = extent(s.wrt_a ? "grad_a" : "grad_b", s.grad, ldgrad, elem_size);
-  s.gc_extent = extent("grad_c", {p.m, p.n}, ldgc, elem_size);
-  s.argmax_extent = extent("argmax", {p.m, p.n}, ldargmax, sizeof(std::int32_t));
-  if (reads_operand) {
-    check_ld(s.wrt_a ? "ldb" : "lda", ld_operand, s.other);
-    s.other_extent = extent(s.wrt_a ? "B" : "A", s.other, ld_operand, elem_size);
-  }
-  return s;
-}
-
-/// Null and overlap checks of a backward pass, then the common device.
-int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
-                    bool reads_operand, const void* operand, const void* grad, CUstream stream) {
-  const char* grad_name = s.wrt_a ? "grad_a" : "grad_b";
-  const char* operand_name = s.wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)";
-  check_non_null(grad, grad_name);
-  if (reads_c) {
-    check_non_null(grad_c, "grad_c");
-    check_non_null(argmax, "argmax");
-    if (reads_operand) check_non_null(operand, operand_name);
-    if (grad == grad_c || grad == argmax || (reads_operand && grad == operand)) {
-      invalid("the gradient must not overlap grad_c, argmax or the operand");
-    }
-  }
-  DeviceCheck devices;
-  devices.add(grad, grad_name);
-  if (reads_c) {
-    devices.add(grad_c, "grad_c");
-    devices.add(argmax, "argmax");
-    if (reads_operand) devices.add(operand, operand_name);
-  }
-  return devices.device(stream);
-}
-
-}  // namespace
 
 void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
                      const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,

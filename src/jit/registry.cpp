@@ -250,7 +250,8 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
       std::string error;
       bool unavailable = false;
       try {
-        image(todo[i], arch);
+        // Whole entries: what warm leaves in the primary is copied from what it read and verified.
+        image(todo[i], arch, Tier::kTuned, ImageParts::kCubinAndPtx);
       } catch (const Unavailable& e) {
         error = e.what();
         unavailable = true;

@@ -41,16 +41,16 @@ CompiledImage Registry::tracked_compile(std::uint32_t id, Tier tier, const std::
   return image;
 }
 
-void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier) {
+void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, ImageParts parts) {
   bool compiled = false;
   slot.image = tiers_->get_or_compile(
       cache_key(id, arch, tier),
       [&] { return tracked_compile(id, tier, [&] { return run_compiler(source(id, tier), arch, tier); }); },
-      &compiled);
+      &compiled, parts);
   ++(compiled ? counters_[id].compiles : counters_[id].disk_hits);
 }
 
-const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
+const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, ImageParts parts) {
   const KernelSource& kernel = source(id, tier);
   ImageSlot& slot = image_slot(id, arch, tier);
   bool ran = false;
@@ -59,7 +59,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier) {
   std::call_once(slot.once, [&]() noexcept {
     ran = true;
     try {
-      fetch(slot, id, arch, tier);
+      fetch(slot, id, arch, tier, parts);
     } catch (...) {
       slot.error = std::current_exception();
     }
@@ -124,7 +124,7 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
           log_line(tiers_->log(), LogLevel::kInfo,
                    jit_key->kernel_name + " sm_" + std::to_string(arch) + ": shipped PTX not usable (" + e.what() +
                        "); compiling with NVRTC");
-          fetch(slot, id, arch, tier);
+          fetch(slot, id, arch, tier, ImageParts::kCubin);
         }
       }
     } catch (...) {

@@ -139,7 +139,10 @@ class Registry {
   const CompiledImage& image(std::uint32_t id, int arch) { return image(id, arch, Tier::kTuned); }
 
   /// The same for one tier (kQuick of a kernel with one tier: InvalidArgument).
-  const CompiledImage& image(std::uint32_t id, int arch, Tier tier);
+  /// `parts` is what the first call reads and verifies from a tier: warm()
+  /// asks for the whole entry, so that a lower tier's entry with a damaged PTX
+  /// is a miss it compiles (and stores) rather than a hit it cannot copy.
+  const CompiledImage& image(std::uint32_t id, int arch, Tier tier, ImageParts parts = ImageParts::kCubin);
 
   /// Compiles `ids` (all kernels if empty) for sm_<arch> into memory and the
   /// disk cache on `threads` workers (0: one per core). Needs no GPU. Never
@@ -209,7 +212,7 @@ class Registry {
   // The image for a device: from shipped PTX through the driver's JIT where
   // the kernel ships it (an NVRTC image in the tiers still serves first), else image().
   const CompiledImage& device_image(std::uint32_t id, int device, int arch, Tier tier);
-  void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier);
+  void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, ImageParts parts);
   CompiledImage tracked_compile(std::uint32_t id, Tier tier, const std::function<CompiledImage()>& run);
   CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
