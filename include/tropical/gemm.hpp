@@ -30,8 +30,10 @@
 ///   allowed); identical pointers are rejected, partial overlaps are the
 ///   caller's to avoid.
 /// - A gemm or gemm_argmax whose m x n fits a small tile of the batched op
-///   (f32 and f64: 16, 32 or 64 square, catalog::pick_product) runs as a batch
-///   of one on that tile's kernel: one block, no idle threads, a smaller module.
+///   (f32: 16, 32 or 64 square; f64: 16 or 32; catalog::pick_product) runs as
+///   a batch of one on that tile's kernel: one block, no idle threads, a
+///   smaller module. Warming a gemm kernel by name does not warm those tiles
+///   (tropical::warm of every kernel, `tropical warm --all`, does).
 /// - The first call of each (semiring, type, op, tile) on a device compiles or
 ///   loads one kernel; later calls find it with one atomic load, then check the
 ///   pointers with the driver (a few cuPointerGetAttribute calls) and launch.

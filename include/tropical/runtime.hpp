@@ -33,6 +33,8 @@ inline jit::Registry& registry() {
 
 /// Compiles `kernels` (the whole catalog if empty) for sm_<arch> into memory
 /// and the disk cache on `threads` workers (0: every core). Needs no GPU.
+/// Small gemm products run on batched small tiles (catalog::pick_product):
+/// name those too, or warm the whole catalog.
 jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels = {}, unsigned threads = 0,
                      const jit::WarmProgress& progress = {});
 

@@ -41,9 +41,15 @@ void Promotions::write(Job& job) const noexcept {
     const StoreKey key(job.key, std::move(job.serialized), std::move(job.digest));
     const std::string kernel = job.key.kernel_name + " sm_" + std::to_string(job.key.arch);
     if (job.from != nullptr) {
-      // Gone or damaged since the caller's read: nothing to copy; the next process reads the tier again.
+      // Gone or damaged (a bad PTX the caller did not read): nothing to copy; the next process reads the
+      // tier again, and `tropical warm`, which reads entries whole, compiles it into the primary.
       Lookup whole = job.from->reread(key);
-      if (!whole.image) return;
+      if (!whole.image) {
+        log_line(log_, LogLevel::kInfo,
+                 kernel + ": not copied from " + job.from->name() + ": " +
+                     (whole.detail.empty() ? std::string("entry gone") : whole.detail));
+        return;
+      }
       job.image = std::move(*whole.image);
     }
     for (Store* tier : job.into) {

@@ -101,8 +101,11 @@ class Store {
   /// asked for. False (the default) where a second read costs (a remote): the caller reads it whole once.
   virtual bool rereadable() const noexcept { return false; }
   /// The verified entry for key, whole (CUBIN and PTX), for a copy into the tiers above; not counted as a
-  /// hit (the hit it copies was). Used only where rereadable(); default: lookup().
-  virtual Lookup reread(const StoreKey& key) { return lookup(key, ImageParts::kCubinAndPtx); }
+  /// hit (the hit it copies was). Used only where rereadable(); default: a miss (kUnavailable).
+  virtual Lookup reread(const StoreKey& key) {
+    (void)key;
+    return Lookup{std::nullopt, Miss::kUnavailable, "this tier is not read again"};
+  }
   /// True if store() may write (false for read-only layers and degraded tiers).
   virtual bool can_store() const noexcept = 0;
   /// Writes image (whole: CUBIN and PTX) under key; returns false if nothing was stored (warned once).
