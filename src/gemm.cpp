@@ -4,7 +4,6 @@
 
 #include "checks.hpp"
 #include "tropical/catalog_tiers.hpp"
-#include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/runtime.hpp"
 
@@ -84,6 +83,11 @@ int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
 
 void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a, const void* b,
                  void* c, const Scaling& scaling, CUstream stream) {
+  // A small product is a batch of one on a small tile: the batched launcher checks and launches it.
+  if (const catalog::KernelId small = catalog::pick_product(id, p.m, p.n); small != id) {
+    launch_gemm_batched(small, elem_size, p, a, b, c, nullptr, 0, Strides{}, 1, scaling, stream);
+    return;
+  }
   check_product(p, elem_size);
   if (p.m == 0 || p.n == 0) return;
   check_operands(p, a, b, c, nullptr);
@@ -97,14 +101,6 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   const std::uint64_t unused = 0;
   void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
   void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
-  const catalog::KernelId small = catalog::pick_product(id, p.m, p.n);
-  if (small != id) {
-    long long no_stride = 0, one = 1;
-    void* batch_args[] = {&a,  &b,  &c,         &m,         &n,         &k,   &lda,  &ldb, &ldc,
-                          &ta, &tb, &no_stride, &no_stride, &no_stride, &one, alpha, beta, &flags};
-    launch(small, device, Extent{p.m, p.n, p.k}, stream, batch_args);
-    return;
-  }
   void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
@@ -112,6 +108,11 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
 void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
                         CUstream stream) {
+  if (const catalog::KernelId small = catalog::pick_product(id, p.m, p.n); small != id) {
+    launch_gemm_batched(small, elem_size, p, a, b, c, argmax, ldargmax, Strides{}, 1, {nullptr, nullptr, 0},
+                        stream);
+    return;
+  }
   check_product(p, elem_size);
   check_argmax(p, ldargmax);
   if (p.m == 0 || p.n == 0) return;
@@ -123,14 +124,6 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  const catalog::KernelId small = catalog::pick_product(id, p.m, p.n);
-  if (small != id) {
-    long long no_stride = 0, one = 1;
-    void* batch_args[] = {&a,   &b,   &c,   &argmax, &m,         &n,         &k,         &lda,      &ldb,
-                          &ldc, &ldx, &ta,  &tb,     &no_stride, &no_stride, &no_stride, &no_stride, &one};
-    launch(small, device, Extent{p.m, p.n, p.k}, stream, batch_args);
-    return;
-  }
   void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
