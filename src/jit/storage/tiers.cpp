@@ -32,15 +32,15 @@ ImageParts parts_to_read(std::span<Store* const> tiers, std::size_t i, std::size
 }
 
 // Copies image, tier i's hit, into the tiers above i that can store; in the background when promotions is
-// given, where a rereadable tier's entry is read again whole by the copier (image then holds only the parts
-// asked for), else image is whole (CUBIN and PTX). Returns the image with the parts asked for.
+// given. image is whole (CUBIN and PTX) unless the caller asked for the CUBIN of a rereadable tier
+// (parts_to_read): that entry is then read again whole by the copier. Returns the image with the parts asked for.
 CompiledImage copy_up(std::span<Store* const> tiers, std::size_t i, LogLevel log, const StoreKey& k,
                       const std::string& kernel, CompiledImage image, ImageParts parts, Promotions* promotions) {
   std::vector<Store*> into;
   for (std::size_t j = 0; j < i; ++j) {
     if (tiers[j]->can_store()) into.push_back(tiers[j]);
   }
-  if (promotions != nullptr && !into.empty() && tiers[i]->rereadable()) {
+  if (promotions != nullptr && !into.empty() && parts == ImageParts::kCubin && tiers[i]->rereadable()) {
     promotions->copy_from(k, tiers[i], std::move(into));
   } else if (promotions != nullptr && !into.empty()) {
     CompiledImage whole;
