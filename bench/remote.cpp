@@ -9,7 +9,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -99,6 +101,49 @@ void BM_remote_hit_unix(benchmark::State& state) { remote_hit(state, false); }
 void BM_remote_hit_tcp_loopback(benchmark::State& state) { remote_hit(state, true); }
 BENCHMARK(BM_remote_hit_unix)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_remote_hit_tcp_loopback)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// A cold leader's flight on a fresh key (issue 22): RemoteStore::begin as it is (lookup, SET NX, the second
+// lookup under the lease), side by side with the single-checked flight it replaced (lookup, SET NX), each
+// followed by the lease's release (EVAL). The difference is the double check's extra round trip (a nil
+// GETEX). The round_trips counter is per iteration, the release included.
+void leader_flight(benchmark::State& state, bool double_checked) {
+  if (!server().ready()) {
+    state.SkipWithError(server().explain().c_str());
+    return;
+  }
+  RemoteOptions options;
+  options.client.endpoint = *parse_redis_url(server().unix_url());
+  options.format = 2;
+  options.signer = std::make_shared<const SigningKey>(key());
+  options.trusted.add(key().public_key());
+  RemoteStore store(options);
+  std::string digest = kDigest;
+  std::uint64_t n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    digest.replace(0, 16, [&] {
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(n++));
+      return std::string(hex);
+    }());
+    state.ResumeTiming();
+    if (double_checked) {
+      FleetFlight flight = store.begin(digest);
+      if (flight.role != FleetFlight::Role::kLeader) state.SkipWithError("not a leader");
+    } else {
+      if (store.lookup(digest).outcome != LookupOutcome::kMiss) state.SkipWithError("not a miss");
+      Lease lease = store.try_lease(digest);
+      if (!lease.held()) state.SkipWithError("no lease");
+    }
+  }
+  state.counters["round_trips"] =
+      static_cast<double>(store.stats().round_trips) / static_cast<double>(std::max<std::uint64_t>(n, 1));
+}
+
+void BM_leader_flight_unix(benchmark::State& state) { leader_flight(state, true); }
+void BM_leader_flight_unix_single_check(benchmark::State& state) { leader_flight(state, false); }
+BENCHMARK(BM_leader_flight_unix)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_leader_flight_unix_single_check)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // How the walk's copy of the remote hit reaches the primary.
 enum class Copy {

@@ -114,14 +114,16 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   // fleet. A tier whose flight this caller does not lead is not written; released before the first's.
   std::vector<FlightResult> below;
   std::vector<bool> unled(n, false);
+  bool look_below = false;  // a flight below that did not itself look again under its lease
   for (std::size_t i = writable + 1; flight.state == FlightResult::State::kLeader && i < n; ++i) {
     if (!tiers[i]->can_store()) continue;
     below.push_back(tiers[i]->single_flight(k));
     unled[i] = below.back().state != FlightResult::State::kLeader;
+    look_below = look_below || unled[i] || !below.back().checked;
     log_line(log, LogLevel::kDebug,
              kernel + ": single flight in " + tiers[i]->name() + (unled[i] ? ": " + below.back().why : ": led"));
   }
-  if (!below.empty()) {
+  if (look_below) {
     if (auto hit = look(false)) return std::move(*hit);
   }
   // --- end of the fleet tier's part

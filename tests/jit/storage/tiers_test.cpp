@@ -205,6 +205,27 @@ TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
   EXPECT_EQ(stuck.compiles, 1);
 }
 
+// Check, lock, check again (the local form of issue 22's window), ordered by the write hook: the first look
+// misses, another process stores the entry while this one takes the stripe lock; the look under the lock
+// finds it, and nothing is compiled.
+TEST_F(TiersTest, entry_stored_while_the_lock_was_taken_is_read_not_compiled) {
+  LocalStore other(config());
+  CacheConfig c = config();
+  int locked = 0;
+  c.test_hook = [&](WriteStage stage) {
+    if (stage != WriteStage::kLocked || locked++ > 0) return;
+    ASSERT_TRUE(other.store(StoreKey(make_key(1)), make_image(1), StoreReason::kCompiled));
+  };
+  LocalStore primary(c);
+  Store* const list[] = {&primary};
+  bool compiled = true;
+  const auto image = walk_tiers(
+      list, LogLevel::kOff, make_key(1), [] { return make_image(1); }, &compiled);
+  EXPECT_FALSE(compiled);
+  EXPECT_EQ(locked, 1);
+  EXPECT_TRUE(same(image, cubin_only(make_image(1))));
+}
+
 TEST_F(TiersTest, no_tier_at_all_still_compiles) {
   bool compiled = false;
   const auto image = walk_tiers(

@@ -69,6 +69,7 @@ struct FlightResult {
   State state = State::kNone;
   std::unique_ptr<Flight> held;  ///< while kLeader
   std::string why;               ///< for kTimedOut and kNone, for the decision log
+  bool checked = false;          ///< kLeader: the tier looked again under the flight and missed (no need to look)
 };
 
 /// What `tropical stats` shows of one tier.

@@ -270,16 +270,31 @@ FleetFlight RemoteStore::begin(std::string_view digest_hex) {
     if (found.outcome != LookupOutcome::kMiss && found.outcome != LookupOutcome::kRefused) {
       return finish(FleetFlight::Role::kAlone);
     }
+    if (options_.test_hook) options_.test_hook(FlightStep::kMissed);
+    // Check, lease, check again: a leader that published and let its lease go between the lookup above and
+    // this node's SET NX (or EXISTS) leaves a free lease and a stored entry; without the second look this
+    // node would compile the entry again (issue 22).
+    const auto look_again = [&]() -> bool {
+      LookupResult again = lookup(digest_hex);
+      if (again.outcome != LookupOutcome::kHit) return false;
+      flight.entry = std::move(again.entry);
+      return true;
+    };
     if (options_.may_write()) {
       bool failed = false;
       flight.lease = try_lease(digest_hex, &failed);
-      if (flight.lease.held()) return finish(FleetFlight::Role::kLeader);
+      if (flight.lease.held()) {
+        if (!look_again()) return finish(FleetFlight::Role::kLeader);
+        flight.lease.release();
+        return finish(FleetFlight::Role::kHit);
+      }
       if (failed) return finish(FleetFlight::Role::kAlone);
     } else {
       // A node that cannot publish takes no lease; it waits only while a writer holds one.
       const CallResult got = call({"EXISTS", lock_key(digest_hex)});
       if (got.status != CallStatus::kOk || got.reply.type != RedisReply::Type::kInteger || got.reply.integer == 0) {
-        return finish(FleetFlight::Role::kAlone);
+        const bool no_lease = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger;
+        return finish(no_lease && look_again() ? FleetFlight::Role::kHit : FleetFlight::Role::kAlone);
       }
     }
     const auto now = Clock::now();

@@ -78,6 +78,7 @@ FlightResult RemoteTier::single_flight(const StoreKey& key) {
     case FleetFlight::Role::kLeader:
       out.state = FlightResult::State::kLeader;
       out.held = std::make_unique<LeaseFlight>(std::move(flight.lease));
+      out.checked = true;  // begin looked again under the lease
       break;
     case FleetFlight::Role::kHit:
       // The entry is there now; the walk's next look reads (and promotes) it.

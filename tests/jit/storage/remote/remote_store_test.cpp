@@ -233,6 +233,66 @@ TEST_F(RemoteStoreTest, eight_nodes_cold_on_one_key_elect_one_leader) {
   EXPECT_EQ(warnings_.count(), 0u) << warnings_.text();
 }
 
+// Issue 22's window, ordered by the hook (no sleeps): the follower's lookup misses, then the leader
+// publishes and lets its lease go, then the follower takes the free lease. Double-checked, it ends as a
+// hit with the lease given back, not as a second leader that compiles again.
+TEST_F(RemoteStoreTest, lease_taken_after_the_leader_finished_ends_as_a_hit) {
+  RemoteStore leader_node(producer(), warnings_.sink());
+  FleetFlight leader = leader_node.begin(kDigest);
+  ASSERT_EQ(leader.role, FleetFlight::Role::kLeader);
+  RemoteOptions o = producer();
+  int missed = 0;
+  o.test_hook = [&](FlightStep step) {
+    if (step != FlightStep::kMissed || missed++ > 0) return;
+    ASSERT_EQ(leader_node.publish(kDigest, kEntry), PublishOutcome::kPublished);
+    leader.lease.release();
+  };
+  RemoteStore follower(o, warnings_.sink());
+  const FleetFlight flight = follower.begin(kDigest);
+  EXPECT_EQ(flight.role, FleetFlight::Role::kHit);
+  EXPECT_TRUE(flight.entry == kEntry) << flight.entry.size() << " bytes";
+  EXPECT_FALSE(flight.lease.held());
+  EXPECT_EQ(missed, 1);
+  EXPECT_EQ(follower.stats().leases, 1u);
+  EXPECT_EQ(follower.stats().lease_waits, 0u);
+  EXPECT_EQ(server_.command({"EXISTS", follower.lock_key(kDigest)}).integer, 0);  // given back
+  EXPECT_EQ(warnings_.count(), 0u) << warnings_.text();
+}
+
+// The same window on a node that cannot publish: its lookup misses, the writer publishes and lets go, and
+// the node, finding no lease, looks once more instead of compiling alone.
+TEST_F(RemoteStoreTest, read_only_node_that_misses_as_the_leader_finishes_reads_the_entry) {
+  RemoteStore writer(producer(), warnings_.sink());
+  FleetFlight leader = writer.begin(kDigest);
+  ASSERT_EQ(leader.role, FleetFlight::Role::kLeader);
+  RemoteOptions o = reader();
+  int missed = 0;
+  o.test_hook = [&](FlightStep step) {
+    if (step != FlightStep::kMissed || missed++ > 0) return;
+    ASSERT_EQ(writer.publish(kDigest, kEntry), PublishOutcome::kPublished);
+    leader.lease.release();
+  };
+  RemoteStore node(o, warnings_.sink());
+  const FleetFlight flight = node.begin(kDigest);
+  EXPECT_EQ(flight.role, FleetFlight::Role::kHit);
+  EXPECT_TRUE(flight.entry == kEntry) << flight.entry.size() << " bytes";
+  EXPECT_EQ(missed, 1);
+}
+
+// What the double check costs: a cold leader makes three calls (lookup, SET NX, lookup), a hit one.
+TEST_F(RemoteStoreTest, cold_leader_looks_twice_and_a_hit_once) {
+  RemoteStore node(producer(), warnings_.sink());
+  FleetFlight flight = node.begin(kDigest);
+  ASSERT_EQ(flight.role, FleetFlight::Role::kLeader);
+  EXPECT_EQ(node.stats().round_trips, 3u);
+  EXPECT_EQ(node.stats().misses, 2u);
+  ASSERT_EQ(node.publish(kDigest, kEntry), PublishOutcome::kPublished);
+  flight.lease.release();
+  RemoteStore other(producer(), warnings_.sink());
+  EXPECT_EQ(other.begin(kDigest).role, FleetFlight::Role::kHit);
+  EXPECT_EQ(other.stats().round_trips, 1u);
+}
+
 TEST_F(RemoteStoreTest, waiter_gives_up_after_the_wait_bound) {
   RemoteStore holder(producer(), warnings_.sink());
   Lease lease = holder.try_lease(kDigest);

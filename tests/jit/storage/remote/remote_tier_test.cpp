@@ -90,6 +90,20 @@ TEST_F(RemoteTierTest, compile_is_published_and_another_machine_reads_it_into_it
   EXPECT_EQ(warnings_.count(), 0u) << warnings_.text();
 }
 
+// Issue 22: the lease's own second look replaces the walk's look after the fleet flight, so a cold
+// producer's walk makes as many calls as before the double check: lookup (first pass), lookup (under the
+// primary's lock), lookup + SET NX + lookup (the flight), SET (publish), EVAL (release).
+TEST_F(RemoteTierTest, cold_producer_walk_makes_seven_calls) {
+  RemoteTier producer(options(true), warnings_.sink());
+  std::atomic<int> compiles{0};
+  walk("a", producer, 1, &compiles);
+  EXPECT_EQ(compiles, 1);
+  const RemoteStats s = producer.remote().stats();
+  EXPECT_EQ(s.round_trips, 7u);
+  EXPECT_EQ(s.misses, 4u);
+  EXPECT_EQ(s.published, 1u);
+}
+
 TEST_F(RemoteTierTest, signed_value_that_is_not_this_keys_entry_is_never_loaded) {
   RemoteTier producer(options(true), warnings_.sink());
   // A trusted producer's bug: key 2's entry published under key 1's digest (the signature is valid).

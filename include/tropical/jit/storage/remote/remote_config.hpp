@@ -15,6 +15,11 @@
 
 namespace tropical::jit::remote {
 
+/// A step of RemoteStore::begin that a test may order other nodes' actions around.
+enum class FlightStep {
+  kMissed,  ///< a lookup missed; the lease (or, on a read-only node, the check for a writer's) comes next
+};
+
 /// Everything the remote tier needs: where, how long to wait, who signs, whom to trust.
 struct RemoteOptions {
   ClientOptions client;                                  ///< endpoint and timeouts
@@ -26,6 +31,7 @@ struct RemoteOptions {
   std::shared_ptr<const SigningKey> signer;              ///< set: this node signs and publishes
   TrustedKeys trusted;                                   ///< keys whose entries are accepted (signer's included)
   bool allow_unsigned = false;                           ///< TROPICAL_REMOTE_UNSIGNED: trusted network
+  std::function<void(FlightStep)> test_hook;             ///< called at each step of begin (tests only)
 
   /// True if entries may be read: some key is trusted or unsigned use is allowed.
   bool may_read() const noexcept { return !trusted.empty() || allow_unsigned; }

@@ -115,6 +115,8 @@ class RemoteStore {
   Lease try_lease(std::string_view digest_hex, bool* failed = nullptr);
   /// Single flight across machines: a hit, or the lease, or, after waiting up to `wait` for
   /// another node's entry (polling, the interval doubling from `poll` to 250 ms), compile alone.
+  /// Check, lease, check again: a free lease (or, on a read-only node, no writer's lease) is followed by
+  /// a second lookup, whose hit ends the flight as kHit with the lease released.
   FleetFlight begin(std::string_view digest_hex);
 
   /// The Redis key of digest_hex.
