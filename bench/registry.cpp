@@ -20,7 +20,7 @@
 #include "tropical/jit/storage/sha256.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 #include "tropical/gemm.hpp"
-#include "tropical/runtime.hpp"
+#include "tropical/internal/registry.hpp"
 
 namespace {
 

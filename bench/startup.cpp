@@ -43,6 +43,7 @@
 #include "tropical/catalog_sources.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace {

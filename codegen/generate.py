@@ -2,7 +2,7 @@
 """Generate the tropical kernel catalog: spec + templates in, sources out.
 
 Writes, into --outdir:
-  catalog.hpp          semiring tags, Op, KernelId, launch info, Hana map
+  catalog.hpp          semiring tags, Op, KernelId, launch info, the (semiring, type, op) -> id table
   catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
@@ -142,8 +142,37 @@ def header_context(kernels):
             tiles = [t for t in small if t.base.op == batched_of[k.op] and t.base.semiring == k.semiring
                      and t.base.type == k.type]
             single.extend((k, t) for t in tiles)
+    # (semiring, type, op) -> id of the default tile, -1 where the catalog has none: a flat
+    # table indexed (semiring * types + type) * ops + op, in the enums' order.
+    default_id = {(k.semiring, k.type, k.op): k.id for k in defaults}
+    kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
     return {"semirings": semirings, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
-            "defaults": defaults, "small": small, "single": single}
+            "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
+            "catalog_contents": catalog_contents(defaults)}
+
+
+def catalog_contents(defaults):
+    """What the catalog has, in words, for the static_assert of an unsupported combination:
+    "gemm, gemm_argmax for MaxPlus, MinPlus over float, double; AndOr over std::uint8_t; ...".
+    Ops with the same (semiring, type) pairs are named together, semirings with the same types too."""
+    pairs_of = {}
+    for k in defaults:
+        pairs_of.setdefault(k.op, set()).add((k.semiring, k.type))
+    groups = {}
+    for o in spec.Op:
+        if o in pairs_of:
+            groups.setdefault(frozenset(pairs_of[o]), []).append(o)
+    parts = []
+    for pairs, ops in groups.items():
+        types_of = {}
+        for s in spec.Semiring:
+            types = tuple(t for t in spec.Type if (s, t) in pairs)
+            if types:
+                types_of.setdefault(types, []).append(s)
+        where = "; ".join(", ".join(spec.SEMIRING_TAG[s] for s in semirings) + " over "
+                          + ", ".join(spec.TYPE_HOST[t] for t in types) for types, semirings in types_of.items())
+        parts.append(", ".join(o.value for o in ops) + " for " + where)
+    return "; and ".join(parts)
 
 
 def write_if_changed(path, text):

@@ -5,7 +5,7 @@
 #include "checks.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/driver.hpp"
-#include "tropical/runtime.hpp"
+#include "tropical/internal/registry.hpp"
 
 namespace tropical::detail {
 namespace {

@@ -4,10 +4,29 @@
 
 #include "tropical/catalog_sources.hpp"
 #include "tropical/catalog_tiers.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/version.hpp"
 
 namespace tropical {
+
+namespace {
+
+// The public structs mirror the internal ones field by field; these copies are
+// the library boundary (users' programs never see a jit:: type).
+KernelStats to_public(const jit::KernelStats& s) noexcept {
+  return {s.compiles,    s.compile_ns,          s.disk_hits,         s.loads,       s.load_ns,
+          s.quick_compiles, s.quick_calls,      s.background_compiles, s.first_to_tuned_ns, s.jit_compiles};
+}
+
+CacheStats to_public(const jit::CacheStats& s) noexcept {
+  return {s.hits, s.misses, s.compiles, s.evictions, s.errors, s.bytes_written, s.bytes_read, s.compile_ns, s.load_ns};
+}
+
+static_assert(sizeof(KernelStats) == sizeof(jit::KernelStats) && sizeof(CacheStats) == sizeof(jit::CacheStats),
+              "a counter was added on one side of the boundary only: copy it in to_public");
+
+}  // namespace
 
 std::atomic<jit::Registry*> detail::registry_instance{nullptr};
 
@@ -26,12 +45,13 @@ jit::Registry& detail::create_registry() {
   return *instance;
 }
 
-jit::WarmReport warm(int arch, std::span<const catalog::KernelId> kernels, unsigned threads,
-                     const jit::WarmProgress& progress) {
+WarmReport warm(int arch, std::span<const catalog::KernelId> kernels, unsigned threads,
+                const WarmProgress& progress) {
   std::vector<std::uint32_t> ids;
   ids.reserve(kernels.size());
   for (auto id : kernels) ids.push_back(static_cast<std::uint32_t>(id));
-  return registry().warm(ids, arch, threads, progress);
+  jit::WarmReport r = registry().warm(ids, arch, threads, progress);
+  return {r.kernels, r.compiled, r.ready, r.threads, r.peak_compiles, r.seconds, std::move(r.errors), r.unavailable};
 }
 
 int device_count() noexcept {
@@ -48,11 +68,18 @@ int device_arch(int device) { return jit::driver::device_arch(device); }
 
 Stats stats() {
   auto& r = registry();
-  return Stats{r.stats(), r.disk().process_stats(), r.disk().machine_stats()};
+  Stats s;
+  for (const jit::KernelStats& k : r.stats()) s.kernels.push_back(to_public(k));
+  s.process = to_public(r.disk().process_stats());
+  s.machine = to_public(r.disk().machine_stats());
+  return s;
 }
 
 std::uint64_t clear() { return registry().disk().clear(); }
 
-jit::CacheInfo info() { return registry().disk().info(); }
+CacheInfo info() {
+  const jit::CacheInfo i = registry().disk().info();
+  return {i.dir.string(), i.enabled, i.entries, i.bytes, i.max_bytes};
+}
 
 }  // namespace tropical

@@ -120,10 +120,31 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("constexpr int kTileM = 16;", small)
         self.assertIn("constexpr int kTileK = 8;", small)
 
-    def test_hana_map_has_one_entry_per_op_semiring_and_type(self):
+    def test_kernel_table_maps_every_op_semiring_and_type_to_its_default_tile(self):
         defaults = [k for k in spec.catalog() if not k.variant]
-        self.assertEqual(self.header.count("boost::hana::make_pair("), len(defaults))
         self.assertEqual(len({(k.op, k.semiring, k.type) for k in defaults}), len(defaults))
+        m = re.search(r"kDefaultKernels = \{\{(.*?)\}\};", self.header, re.S)
+        self.assertIsNotNone(m)
+        table = [int(v) for v in m.group(1).replace(",", " ").split()]
+        ops, types = list(spec.Op), list(spec.Type)
+        self.assertEqual(len(table), len(spec.Semiring) * len(types) * len(ops))
+        want = {(k.semiring, k.type, k.op): k.id for k in defaults}
+        for si, s in enumerate(spec.Semiring):
+            for ti, t in enumerate(types):
+                for oi, o in enumerate(ops):
+                    self.assertEqual(table[(si * len(types) + ti) * len(ops) + oi], want.get((s, t, o), -1),
+                                     (s, t, o))
+        # The lookup is plain constexpr data: no Boost in the header every user includes.
+        self.assertNotIn("boost", self.header)
+
+    def test_the_unsupported_combination_message_names_what_the_catalog_has(self):
+        m = re.search(r'which has "\s*"(.*?) \(codegen/spec.py\)"', self.header, re.S)
+        self.assertIsNotNone(m)
+        for o in spec.Op:
+            self.assertIn(o.value, m.group(1))
+        for s in spec.Semiring:
+            self.assertIn(spec.SEMIRING_TAG[s], m.group(1))
+        self.assertIn("AndOr over std::uint8_t", m.group(1))
 
     def test_new_semirings_ops_and_tiles_are_generated(self):
         names = {k.name for k in spec.catalog()}

@@ -2,7 +2,10 @@
 LD_LIBRARY_PATH anywhere:
 
 1. installed: `meson setup` + `meson install` into a temporary prefix (not
-   searched by the loader); the installed files, the soname, and the installed
+   searched by the loader); the installed files (public headers only: no
+   tropical/jit/ or internal header), the soname, the lean public header (no
+   Boost or internal header in <tropical/tropical.hpp>, a bound on its
+   preprocessed lines, only -I flags from pkg-config), and the installed
    `tropical --version` and `tropical list`; with -Dprebuilt_archs=sm_90 (for
    three cheap kernels, -Dprebuilt_kernels, so that CI stays quick): a user
    with an empty cache compiles none of them, before and after the prefix is
@@ -112,10 +115,11 @@ def installed(tmp, env):
     pcs = glob.glob(os.path.join(prefix, "**", "pkgconfig", "tropical.pc"), recursive=True)
     check(len(pcs) == 1, f"tropical.pc not installed under {prefix}")
     libdir = os.path.dirname(os.path.dirname(pcs[0]))
-    for path in ["include/tropical/catalog.hpp", "include/tropical/gemm.hpp", "include/tropical/jit/registry.hpp",
+    for path in ["include/tropical/catalog.hpp", "include/tropical/gemm.hpp", "include/tropical/tropical.hpp",
                  "bin/tropical"]:
         check(os.path.exists(os.path.join(prefix, path)), f"not installed: {path}")
-    for path in ["include/tropical/catalog_sources.hpp", "include/tropical/jit/sha256.hpp"]:
+    for path in ["include/tropical/catalog_sources.hpp", "include/tropical/catalog_tiers.hpp",
+                 "include/tropical/jit", "include/tropical/internal"]:
         check(not os.path.exists(os.path.join(prefix, path)), f"internal header installed: {path}")
     check(os.path.islink(os.path.join(libdir, "libtropical.so")), "no libtropical.so link for the linker")
     check(os.path.exists(os.path.join(libdir, "libtropical.so.0")), "no versioned libtropical.so.0")
@@ -123,6 +127,41 @@ def installed(tmp, env):
         dynamic = output(["readelf", "-d", os.path.join(libdir, "libtropical.so")], echo=False)
         check("[libtropical.so.0]" in dynamic, "the soname is not libtropical.so.0")
     return prefix, libdir
+
+
+# What one user translation unit that includes <tropical/tropical.hpp> and calls gemm<MaxPlus, float> costs.
+# Generous sanity bounds, not the targets (bench/RESULTS.md records those: <= 1.0 s, <= 150 MB at -O2 on the
+# 2-core machine): with Boost.Hana's catalog and the registry's headers it was 125,135 lines; now ~68,000,
+# nearly all of them the standard library's.
+LEAN_SOURCE = """#include <tropical/tropical.hpp>
+
+void product(const float* a, const float* b, float* c, CUstream stream) {
+  tropical::gemm<tropical::MaxPlus, float>(64, 64, 64, a, b, c, stream);
+}
+"""
+LEAN_MAX_LINES = 90_000
+
+
+def public_header_is_lean(prefix, env):
+    """The installed tropical.hpp pulls in no internal header, no Boost, and few lines; its cflags are lean."""
+    cflags = shlex.split(output(["pkg-config", "--cflags", "tropical"], env=env))
+    for flag in cflags:
+        check(flag.startswith("-I"), f"pkg-config --cflags gives {flag!r}, which a user's compile does not need")
+        check("hiredis" not in flag and "boost" not in flag, f"pkg-config --cflags gives {flag!r}")
+    proc = subprocess.run(["c++", "-std=c++20", "-E", "-H", *cflags, "-x", "c++", "-", "-o", os.devnull], env=env,
+                          input=LEAN_SOURCE, text=True, capture_output=True)
+    check(proc.returncode == 0, f"the lean consumer does not preprocess:\n{proc.stderr}")
+    included = [line.lstrip(". ") for line in proc.stderr.splitlines() if line.startswith(".")]
+    for header in included:
+        check("/tropical/jit/" not in header and "/tropical/internal/" not in header and "boost/" not in header,
+              f"<tropical/tropical.hpp> includes {header}")
+    lines = subprocess.run(["c++", "-std=c++20", "-E", *cflags, "-x", "c++", "-"], env=env, input=LEAN_SOURCE,
+                           text=True, capture_output=True, check=True).stdout.count("\n")
+    print(f"<tropical/tropical.hpp> + one gemm call: {len(included)} headers, {lines} preprocessed lines", flush=True)
+    check(lines <= LEAN_MAX_LINES, f"<tropical/tropical.hpp> grew to {lines} preprocessed lines (> {LEAN_MAX_LINES})")
+    obj = os.path.join(prefix, "lean.o")
+    run(["c++", "-std=c++20", "-O2", "-c", "-x", "c++", "-", "-o", obj, *cflags], env=env, input=LEAN_SOURCE,
+        text=True)
 
 
 def headers_compile_alone(prefix, env):
@@ -151,6 +190,7 @@ def main():
         prefix, libdir = installed(tmp, dict(env, PKG_CONFIG_PATH=os.path.join(tmp, "no-such-dir")))
         env["PKG_CONFIG_PATH"] = os.path.join(libdir, "pkgconfig")
         headers_compile_alone(prefix, env)
+        public_header_is_lean(prefix, env)
         tool = os.path.join(prefix, "bin", "tropical")
         version = output([tool, "--version"], env=env)
         check(version.startswith("tropical "), f"installed tropical --version printed {version!r}")

@@ -38,7 +38,7 @@ TEST(Runtime, warm_stats_info_and_clear_agree) {
   EXPECT_TRUE(info().enabled);
   EXPECT_EQ(info().entries, 0u);
 
-  const jit::WarmReport first = warm(90, std::span(&id, 1));
+  const WarmReport first = warm(90, std::span(&id, 1));
   EXPECT_EQ(first.compiled, 1u);
   EXPECT_TRUE(first.errors.empty());
   Stats s = stats();
@@ -50,7 +50,7 @@ TEST(Runtime, warm_stats_info_and_clear_agree) {
   EXPECT_GT(info().bytes, 0u);
 
   // In memory now: nothing to do. Another arch is another entry.
-  const jit::WarmReport again = warm(90, std::span(&id, 1));
+  const WarmReport again = warm(90, std::span(&id, 1));
   EXPECT_EQ(again.compiled, 0u);
   EXPECT_EQ(again.ready, 1u);
   EXPECT_EQ(warm(80, std::span(&id, 1)).compiled, 1u);
@@ -63,7 +63,7 @@ TEST(Runtime, warm_stats_info_and_clear_agree) {
 
 TEST(Runtime, warm_reports_a_bad_arch_per_kernel_without_throwing) {
   const catalog::KernelId id = kernel_id<MaxPlus, float, Op::kGemm>();
-  const jit::WarmReport report = warm(12, std::span(&id, 1));  // sm_12 does not exist
+  const WarmReport report = warm(12, std::span(&id, 1));  // sm_12 does not exist
   ASSERT_EQ(report.errors.size(), 1u);
   EXPECT_NE(report.errors[0].find("sm_12"), std::string::npos) << report.errors[0];
   EXPECT_EQ(report.compiled, 0u);

@@ -4,10 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
-
-#include <boost/hana/contains.hpp>
-#include <boost/hana/at_key.hpp>
 
 #include "tropical/catalog.hpp"
 #include "tropical/reference.hpp"
@@ -56,26 +52,6 @@
 ///   MinPlus and MaxMul only: MaxMin/MinMax's product selects an operand (no
 ///   derivative to route) and AndOr's are booleans.
 namespace tropical {
-
-/// True if the generated catalog has a kernel for semiring S, element T, op O.
-template <class S, class T, Op O>
-inline constexpr bool kInCatalog =
-    decltype(boost::hana::contains(catalog::kKernelMap, boost::hana::type_c<catalog::Key<S, T, O>>))::value;
-
-/// The catalog id of (S, T, O) (its default tile), chosen at compile time.
-template <class S, class T, Op O>
-constexpr catalog::KernelId kernel_id() {
-  static_assert(kInCatalog<S, T, O>,
-                "tropical: this semiring x element type x operation is not in the generated catalog "
-                "(AndOr exists for std::uint8_t only, the other semirings for float, double, int32_t "
-                "and int64_t; backward passes for float and double of MaxPlus, MinPlus and MaxMul; "
-                "see codegen/spec.py)");
-  if constexpr (kInCatalog<S, T, O>) {
-    return std::remove_cvref_t<decltype(catalog::kKernelMap[boost::hana::type_c<catalog::Key<S, T, O>>])>::value;
-  } else {
-    return catalog::KernelId{};
-  }
-}
 
 namespace detail {
 

@@ -17,6 +17,7 @@
 #include "output.hpp"
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {
@@ -39,7 +40,7 @@ bool cache_disabled_by_env() {
   return v != nullptr && !info().enabled;
 }
 
-std::string stats_json(const jit::CacheStats& s) {
+std::string stats_json(const CacheStats& s) {
   return format("{\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"compiles\": %" PRIu64
                 ", \"evictions\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"bytes_written\": %" PRIu64
                 ", \"bytes_read\": %" PRIu64 ", \"compile_ns\": %" PRIu64 ", \"load_ns\": %" PRIu64 "}",
@@ -102,7 +103,7 @@ int cmd_warm(int argc, char** argv) {
       std::fprintf(stderr, "%zu/%zu %.*s\n", done, total, static_cast<int>(name.size()), name.data());
     }
   };
-  const jit::WarmReport report = warm(arch, ids, threads, progress);
+  const WarmReport report = warm(arch, ids, threads, progress);
   if (!report.errors.empty() && report.unavailable == report.errors.size()) {
     // Every kernel failed for one reason: NVRTC is missing. Say it once.
     std::fprintf(stderr, "%s\n", report.errors.front().c_str());
@@ -137,7 +138,7 @@ int cmd_warm(int argc, char** argv) {
   if (remote_json() != "null") print(remote_text());
   if (not_stored != 0) {
     std::fflush(stdout);  // the summary first, on a terminal
-    const jit::CacheInfo i = info();
+    const CacheInfo i = info();
     const std::string why = cache_disabled_by_env() ? "the cache is disabled (TROPICAL_CACHE_DISABLE)"
                             : !i.enabled            ? "the cache is unusable (its reason is printed above)"
                             : registry().disk().process_stats().errors > 0
@@ -164,14 +165,14 @@ int cmd_stats(int argc, char** argv) {
     return kExitOk;
   }
   if (args.has("--json") && args.has("--zero")) throw UsageError{"stats takes --json or --zero, not both"};
-  const jit::CacheInfo i = info();
+  const CacheInfo i = info();
   if (args.has("--zero")) {
     registry().disk().zero_stats();
-    print("statistics zeroed in " + i.dir.string() +
+    print("statistics zeroed in " + i.dir +
           (i.enabled ? "\n" : " (the cache is disabled: there were none)\n"));
     return kExitOk;
   }
-  const jit::CacheStats s = stats().machine;
+  const CacheStats s = stats().machine;
   const std::vector<CacheEntry> entries = cache_entries();
   std::size_t unusable = 0;
   for (const auto& e : entries) unusable += !e.usable();
@@ -190,7 +191,7 @@ int cmd_stats(int argc, char** argv) {
   text += tiers_report(false);
   text += "per kernel (architectures of its tuned entries usable by this process, entry bytes):\n";
   std::string json =
-      "{\"schema\": 1, \"cache\": {\"dir\": " + json_quote(i.dir.string()) +
+      "{\"schema\": 1, \"cache\": {\"dir\": " + json_quote(i.dir) +
       ", \"enabled\": " + (i.enabled ? "true" : "false") + ", \"entries\": " + std::to_string(i.entries) +
       ", \"bytes\": " + std::to_string(i.bytes) + ", \"max_bytes\": " + std::to_string(i.max_bytes) +
       ", \"unusable\": " + std::to_string(unusable) + "}, \"machine\": " + stats_json(s) +
@@ -233,9 +234,9 @@ int cmd_clear(int argc, char** argv) {
   // Every name is checked before anything is removed.
   std::vector<std::uint32_t> ids;
   for (const auto& name : args.words()) ids.push_back(kernel_by_name(name));
-  const jit::CacheInfo i = info();
+  const CacheInfo i = info();
   if (cache_disabled_by_env()) {
-    print("the disk cache is disabled (TROPICAL_CACHE_DISABLE); nothing removed from " + i.dir.string() +
+    print("the disk cache is disabled (TROPICAL_CACHE_DISABLE); nothing removed from " + i.dir +
           "\n");
     return kExitOk;
   }

@@ -9,6 +9,7 @@
 
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/nvrtc.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {

@@ -8,6 +8,7 @@
 #include "output.hpp"
 #include "tropical/jit/storage/config_file.hpp"
 #include "tropical/jit/storage/remote/remote_config.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {

@@ -13,6 +13,7 @@
 #include "output.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {

@@ -84,7 +84,7 @@ int cmd_list(int argc, char** argv) {
   if (args.has("--json") && args.has("--entries"))
     throw UsageError{"list takes --json or --entries, not both"};
   const int arch = target_arch(args);
-  const std::string dir = info().dir.string();
+  const std::string dir = info().dir;
   const std::vector<CacheEntry> entries = cache_entries();
   if (args.has("--entries")) {
     print(entries_text(entries, dir));

@@ -7,6 +7,7 @@
 #include "output.hpp"
 #include "tropical/jit/storage/remote/key_files.hpp"
 #include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical::cli {

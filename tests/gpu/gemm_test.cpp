@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tropical/device_buffer.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 #include "tropical/jit/driver.hpp"
 #include "test_data.hpp"

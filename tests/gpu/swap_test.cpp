@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tropical/device_buffer.hpp"
+#include "tropical/jit/driver.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical {
@@ -49,7 +50,7 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-jit::KernelStats stats_of(catalog::KernelId id) { return stats().kernels[static_cast<std::size_t>(id)]; }
+KernelStats stats_of(catalog::KernelId id) { return stats().kernels[static_cast<std::size_t>(id)]; }
 
 TEST_F(GpuSwap, launches_across_the_swap_all_match_the_reference) {
   const std::int64_t m = 300, n = 257, k = 513;
@@ -78,7 +79,7 @@ TEST_F(GpuSwap, launches_across_the_swap_all_match_the_reference) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(after_swap, 20) << "the tuned kernels never took over";
   for (auto id : {gemm_id, argmax_id}) {
-    const jit::KernelStats s = stats_of(id);
+    const KernelStats s = stats_of(id);
     EXPECT_GT(s.quick_calls, 0u) << "the quick kernel never served";
     EXPECT_EQ(s.quick_compiles, 1u);
     EXPECT_EQ(s.background_compiles, 1u);
@@ -110,7 +111,7 @@ void capture_and_check(CUstreamCaptureMode mode) {
   drv::check(api.cuGraphLaunch(exec, stream), "cuGraphLaunch");
   drv::check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
   EXPECT_EQ(dc.download(want.size()), want);
-  const jit::KernelStats s = stats_of(kernel_id<S, float, Op::kGemm>());
+  const KernelStats s = stats_of(kernel_id<S, float, Op::kGemm>());
   EXPECT_EQ(s.quick_calls, 0u) << "a capturing stream got the quick kernel";
   EXPECT_GT(s.first_to_tuned_ns, 0u);
   api.cuGraphExecDestroy(exec);
