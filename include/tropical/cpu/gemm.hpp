@@ -1,0 +1,152 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "tropical/catalog.hpp"
+#include "tropical/reference.hpp"
+#include "tropical/semiring.hpp"
+
+/// Tropical matrix products on host memory: the GPU API's operations, on the CPU.
+///
+/// Conventions (those of tropical::gemm in gemm.hpp, less the stream; the
+/// semantics of infinities, saturation, NaN, AndOr's bytes, alpha and beta are
+/// tropical::reference's, and every result equals the reference's bit for bit,
+/// but for the sign of a zero where +0 and -0 tie: std::fmax leaves it open, and
+/// so do the reference's and the vector code's max and min):
+/// - Matrices are row-major host pointers; op(X) is X, or X stored transposed
+///   when its Trans is kYes (op(A) is m x k: A is m x k with lda >= k, or k x m
+///   with lda >= m when transposed).
+/// - The call computes on the calling thread and on up to `threads - 1` threads
+///   of a process-wide pool, and returns when the result is written. threads = 0
+///   means num_threads(). Products under about 64^3 multiply-adds stay on the
+///   calling thread. Two calls at once are allowed (from any threads); a call
+///   that finds the pool busy runs on its own thread.
+/// - The products are blocked (packed panels, a register-tiled SIMD microkernel)
+///   and vectorized for the best instruction set of the running CPU, chosen once
+///   per process (Highway's runtime dispatch; TROPICAL_CPU_ISA forces one, see isa()).
+///   Integer sum semirings take the vector path when no product can saturate and
+///   no operand is the zero (a scan of A and B decides), else an exact scalar one.
+/// - An output must not be an input (identical pointers are rejected, partial
+///   overlaps are the caller's to avoid); C = alpha (x) P (+) beta (x) C reads
+///   and writes C in place.
+/// - Throws InvalidArgument (negative size, small leading dimension, negative or
+///   overlapping stride, a size or offset that overflows 64 bits, null pointer
+///   of a non-empty operand, an output in place of an input) before writing
+///   anything; std::bad_alloc if a packing buffer cannot be had.
+/// - Every semiring x element pair of the catalog has the products (AndOr over
+///   std::uint8_t only); backward passes exist for float and double of MaxPlus,
+///   MinPlus and MaxMul, as on the GPU. Other pairs do not compile.
+namespace tropical::cpu {
+
+/// True if the catalog has semiring S over element type T.
+template <class S, class T>
+concept Supported = reference::SupportedPair<S, T>;
+
+/// True if S over T has backward passes (float and double of MaxPlus, MinPlus, MaxMul).
+template <class S, class T>
+concept HasBackward = Supported<S, T> && reference::Differentiable<S> && std::is_floating_point_v<T>;
+
+/// The thread count of a call that passes 0: set_num_threads's value, else
+/// TROPICAL_NUM_THREADS (a positive integer), else the hardware's thread count.
+int num_threads();
+
+/// Sets the default thread count (n >= 1), or goes back to the environment's and
+/// the hardware's (n = 0); throws InvalidArgument if n < 0. Thread-safe.
+void set_num_threads(int n);
+
+/// The instruction set the microkernels run on ("avx512", "avx2", "sse4" or
+/// "scalar" on x86; "neon", ... elsewhere): the best the CPU has, or the best at
+/// or below TROPICAL_CPU_ISA (read once, at the first call; an unknown name is
+/// ignored with one warning on stderr).
+std::string_view isa();
+
+/// C (m x n, ldc) = op(A) (x) op(B); C is not read.
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+          const T* b, std::int64_t ldb, T* c, std::int64_t ldc, int threads = 0);
+
+/// C = alpha (x) (op(A) (x) op(B)) (+) beta (x) C (beta = the zero: C not read).
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, int threads = 0);
+
+/// C = A (x) B for densely packed, untransposed A (m x k), B (k x n), C (m x n).
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c, int threads = 0) {
+  const std::int64_t lda = k > 1 ? k : 1, ldbc = n > 1 ? n : 1;
+  gemm<S, T>(Trans::kNo, Trans::kNo, m, n, k, a, lda, b, ldbc, c, ldbc, threads);
+}
+
+/// C = op(A) (x) op(B) and argmax (m x n, ldargmax): the winning k of each
+/// element, ties to the smallest k, -1 where no product beat the zero; k < 2^31.
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                 std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc, std::int32_t* argmax,
+                 std::int64_t ldargmax, int threads = 0);
+
+/// dA (laid out like A) from dC (m x n) and the argmax; overwrites dA; b is read
+/// for MaxMul only (may be null otherwise). Deterministic: each element sums its
+/// terms in increasing j from 0, as the reference.
+template <Semiring S, Element T>
+  requires HasBackward<S, T>
+void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                std::int64_t ldgc, const std::int32_t* argmax, std::int64_t ldargmax, const T* b,
+                std::int64_t ldb, T* grad_a, std::int64_t ldga, int threads = 0);
+
+/// dB (laid out like B) from dC (m x n) and the argmax; overwrites dB; a is read
+/// for MaxMul only. Deterministic: terms in increasing i from 0, as the reference.
+template <Semiring S, Element T>
+  requires HasBackward<S, T>
+void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                std::int64_t ldgc, const std::int32_t* argmax, std::int64_t ldargmax, const T* a,
+                std::int64_t lda, T* grad_b, std::int64_t ldgb, int threads = 0);
+
+/// C[p] = op(A[p]) (x) op(B[p]) for p < batch, operand p stride elements after
+/// p - 1 (stride_a or stride_b may be 0; stride_c must keep the products apart).
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
+                  T* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads = 0);
+
+/// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
+                  T beta, T* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads = 0);
+
+/// gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.
+template <Semiring S, Element T>
+  requires Supported<S, T>
+void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
+                         std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                         std::int64_t batch, int threads = 0);
+
+/// backward_a of every product of a batch (dA[p] from dC[p], argmax[p], B[p]); overwrites every dA[p].
+template <Semiring S, Element T>
+  requires HasBackward<S, T>
+void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
+                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* b, std::int64_t ldb,
+                        std::int64_t stride_b, T* grad_a, std::int64_t ldga, std::int64_t stride_ga,
+                        std::int64_t batch, int threads = 0);
+
+/// backward_b of every product of a batch (dB[p] from dC[p], argmax[p], A[p]); overwrites every dB[p].
+template <Semiring S, Element T>
+  requires HasBackward<S, T>
+void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
+                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
+                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* a, std::int64_t lda,
+                        std::int64_t stride_a, T* grad_b, std::int64_t ldgb, std::int64_t stride_gb,
+                        std::int64_t batch, int threads = 0);
+
+}  // namespace tropical::cpu

@@ -1,0 +1,260 @@
+#pragma once
+
+// The blocked product (BLIS's loops): C is cut into tasks of MC x NB elements
+// (per product of a batch), spread over the pool; a task walks k in blocks of
+// KC, packs its op(B) panel (KC x NB, in L2) and op(A) block (MC x KC), then
+// runs the register-tiled microkernel over every mr x nr tile, the B sliver
+// staying in L1 while the A slivers stream from L2. A task owns its C tile for
+// all of k, so partial results may live in C (or, with alpha/beta, in a scratch
+// tile: C's old value is needed at the end) and no two threads share a write.
+
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "kernel.hpp"
+#include "pack.hpp"
+#include "pool.hpp"
+#include "tropical/reference.hpp"
+
+namespace tropical::cpu::detail {
+
+/// One call of a product op: shapes, operands, batch strides and the epilogue.
+template <class T>
+struct Product {
+  Trans ta, tb;
+  std::int64_t m, n, k;
+  const T* a;
+  std::int64_t lda;
+  const T* b;
+  std::int64_t ldb;
+  T* c;
+  std::int64_t ldc;
+  std::int32_t* argmax = nullptr;  // gemm_argmax when not null
+  std::int64_t ldargmax = 0;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_argmax = 0, batch = 1;
+  T alpha{}, beta{};
+  bool scale = false, read_c = false, scale_c = false;  // the reference's alpha/beta flags
+};
+
+/// A 64-byte aligned buffer of a thread, grown on demand and kept for its next task.
+class Scratch {
+ public:
+  template <class T>
+  T* get(std::size_t count) {
+    const std::size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
+    if (bytes > size_) {
+      void* p = std::aligned_alloc(64, bytes);
+      if (p == nullptr) throw std::bad_alloc();
+      data_.reset(p);
+      size_ = bytes;
+    }
+    return static_cast<T*>(data_.get());
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data_;
+  std::size_t size_ = 0;
+};
+
+/// The calling thread's buffers: packed A, packed B, a tile, the epilogue's scratch.
+struct ThreadBuffers {
+  Scratch a, b, tile, tile_idx, acc;
+};
+ThreadBuffers& thread_buffers();
+
+/// True if every product of the integer sum semiring S over the operands is
+/// an ordinary sum: no operand is the zero (absorbing) and no sum can
+/// saturate, judged from the extremes of op(A) and op(B). Then the vector
+/// kernels' wrapping additions are exact.
+template <class S, class T>
+bool sums_are_exact(const Product<T>& p) {
+  if (p.k == 0 || p.m == 0 || p.n == 0) return true;
+  T amin = std::numeric_limits<T>::max(), amax = std::numeric_limits<T>::lowest();
+  T bmin = amin, bmax = amax;
+  auto scan = [](const T* x, std::int64_t ld, std::int64_t rows, std::int64_t cols, T& lo, T& hi) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const T v = x[r * ld + c];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+    }
+  };
+  const std::int64_t batch_a = p.stride_a == 0 ? 1 : p.batch, batch_b = p.stride_b == 0 ? 1 : p.batch;
+  for (std::int64_t q = 0; q < batch_a; ++q) {
+    scan(p.a + q * p.stride_a, p.lda, p.ta == Trans::kNo ? p.m : p.k, p.ta == Trans::kNo ? p.k : p.m, amin, amax);
+  }
+  for (std::int64_t q = 0; q < batch_b; ++q) {
+    scan(p.b + q * p.stride_b, p.ldb, p.tb == Trans::kNo ? p.k : p.n, p.tb == Trans::kNo ? p.n : p.k, bmin, bmax);
+  }
+  constexpr T z = reference::zero<S, T>();
+  if (amin == z || amax == z || bmin == z || bmax == z) return false;
+  T sum;
+  return !__builtin_add_overflow(amax, bmax, &sum) && !__builtin_add_overflow(amin, bmin, &sum);
+}
+
+/// The kernels a call uses: the vector ones where they exist and are exact for these operands.
+template <class S, class T>
+const KernelSet<T>& kernels_for(const Product<T>& p) {
+  const KernelSet<T>& v = vector_kernels<S, T>();
+  const bool want_argmax = p.argmax != nullptr;
+  if (want_argmax ? v.argmax == nullptr : v.gemm == nullptr) return scalar_kernels<S, T>();
+  if constexpr (std::is_integral_v<T> && S::kMul == MulKind::kAdd) {
+    if (!sums_are_exact<S, T>(p)) return scalar_kernels<S, T>();
+  }
+  return v;
+}
+
+/// After an argmax tile over packed k [pc, pc + kc): each element whose winner
+/// moved into this block holds the first k of its group; find the exact k (the
+/// first product of the group equal to the element).
+template <class S, class T>
+void resolve_groups(const T* a, const T* b, int mr, int nr, int rows, int cols, std::int64_t pc, std::int64_t kc,
+                    int group, const T* c, std::int64_t ldc, std::int32_t* idx, std::int64_t ldidx) {
+  for (int r = 0; r < rows; ++r) {
+    for (int col = 0; col < cols; ++col) {
+      std::int32_t& best = idx[r * ldidx + col];
+      if (best < pc) continue;
+      const T acc = c[r * ldc + col];
+      const std::int64_t end = best + group < pc + kc ? best + group : pc + kc;
+      for (std::int64_t q = best; q < end; ++q) {
+        if (reference::mul<S, T>(a[(q - pc) * mr + r], b[(q - pc) * nr + col]) == acc) {
+          best = static_cast<std::int32_t>(q);
+          break;
+        }
+      }
+    }
+  }
+}
+
+/// C = alpha (x) acc (+) beta (x) C as the reference writes it.
+template <class S, class T>
+T epilogue(const Product<T>& p, T acc, T old) {
+  if (p.scale) acc = reference::mul<S, T>(p.alpha, acc);
+  if (p.read_c) acc = reference::add<S, T>(acc, p.scale_c ? reference::mul<S, T>(p.beta, old) : old);
+  return acc;
+}
+
+/// Runs a checked, non-empty product (every op but the backward passes) on `threads` threads.
+template <class S, class T>
+void run_product(const Product<T>& p, int threads) {
+  const KernelSet<T>& ks = kernels_for<S, T>(p);
+  const bool with_argmax = p.argmax != nullptr;
+  const bool with_epilogue = p.scale || p.read_c;
+  const int mr = with_argmax ? ks.mra : ks.mr, nr = with_argmax ? ks.nra : ks.nr;
+  const TileFn<T> kernel = with_argmax ? ks.argmax : ks.gemm;
+  const int group = with_argmax ? ks.group : 1;
+  // KC: the B sliver (KC x nr) in about half of L1; a multiple of the argmax group.
+  std::int64_t kc_max = (24 * 1024) / (static_cast<std::int64_t>(nr) * static_cast<std::int64_t>(sizeof(T)));
+  kc_max = kc_max < 64 ? 64 : (kc_max > 1024 ? 1024 : kc_max);
+  kc_max = kc_max / group * group;
+  const std::int64_t mc = mr * (96 / mr > 0 ? 96 / mr : 1);
+  std::int64_t nb = nr * (512 / nr > 0 ? 512 / nr : 1);
+  const std::int64_t tiles_m = (p.m + mc - 1) / mc;
+  const double macs = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
+                      static_cast<double>(p.batch);
+  if (macs < 262144.0) threads = 1;
+  // Enough tasks for the threads to share evenly: narrower column blocks first.
+  while (threads > 1 && p.batch * tiles_m * ((p.n + nb - 1) / nb) < 4 * threads && nb > 2 * nr) {
+    nb = (nb / 2 + nr - 1) / nr * nr;
+  }
+  const std::int64_t tiles_n = (p.n + nb - 1) / nb;
+  const std::int64_t per_product = tiles_m * tiles_n;
+
+  parallel_for(p.batch * per_product, threads, [&](std::int64_t task) {
+    const std::int64_t q = task / per_product, rem = task % per_product;
+    const std::int64_t i0 = rem / tiles_n * mc, j0 = rem % tiles_n * nb;
+    const std::int64_t rows = p.m - i0 < mc ? p.m - i0 : mc, cols = p.n - j0 < nb ? p.n - j0 : nb;
+    const T* a = p.a + q * p.stride_a;
+    const T* b = p.b + q * p.stride_b;
+    T* c = p.c + q * p.stride_c + i0 * p.ldc + j0;
+    std::int32_t* x = with_argmax ? p.argmax + q * p.stride_argmax + i0 * p.ldargmax + j0 : nullptr;
+    const std::int64_t rows_pad = (rows + mr - 1) / mr * mr, cols_pad = (cols + nr - 1) / nr * nr;
+    ThreadBuffers& buf = thread_buffers();
+    T* tile = buf.tile.get<T>(static_cast<std::size_t>(mr) * nr);
+    std::int32_t* tile_idx = buf.tile_idx.get<std::int32_t>(static_cast<std::size_t>(mr) * nr);
+    // With alpha/beta the partial products go to a scratch tile: C's old value is read at the end.
+    T* acc = with_epilogue ? buf.acc.get<T>(static_cast<std::size_t>(rows_pad * cols_pad)) : nullptr;
+    if (p.k == 0) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t col = 0; col < cols; ++col) {
+          T& out = c[r * p.ldc + col];
+          out = with_epilogue ? epilogue<S, T>(p, reference::zero<S, T>(), out) : reference::zero<S, T>();
+          if (with_argmax) x[r * p.ldargmax + col] = -1;
+        }
+      }
+      return;
+    }
+    const std::int64_t kc_cap = p.k < kc_max ? p.k : kc_max;
+    T* apack = buf.a.get<T>(static_cast<std::size_t>(rows_pad * kc_cap));
+    T* bpack = buf.b.get<T>(static_cast<std::size_t>(cols_pad * kc_cap));
+    for (std::int64_t pc = 0; pc < p.k; pc += kc_max) {
+      const std::int64_t kc = p.k - pc < kc_max ? p.k - pc : kc_max;
+      pack_b<S, T>(p.tb, b, p.ldb, pc, kc, j0, cols, nr, bpack);
+      pack_a<S, T>(p.ta, a, p.lda, i0, rows, pc, kc, mr, apack);
+      for (std::int64_t js = 0; js * nr < cols; ++js) {
+        const int vc = static_cast<int>(cols - js * nr < nr ? cols - js * nr : nr);
+        const T* bs = bpack + js * kc * nr;
+        for (std::int64_t is = 0; is * mr < rows; ++is) {
+          const int vr = static_cast<int>(rows - is * mr < mr ? rows - is * mr : mr);
+          const T* as = apack + is * kc * mr;
+          TileArgs<T> t{kc, as, bs, nullptr, 0, nullptr, 0, pc, pc > 0};
+          const bool direct = with_epilogue || (vr == mr && vc == nr);
+          T* c_tile = c + is * mr * p.ldc + js * nr;
+          std::int32_t* x_tile = with_argmax ? x + is * mr * p.ldargmax + js * nr : nullptr;
+          if (with_epilogue) {
+            t.c = acc + is * mr * cols_pad + js * nr;
+            t.ldc = cols_pad;
+          } else if (direct) {
+            t.c = c_tile;
+            t.ldc = p.ldc;
+            t.idx = x_tile;
+            t.ldidx = p.ldargmax;
+          } else {
+            t.c = tile;
+            t.ldc = nr;
+            t.idx = tile_idx;
+            t.ldidx = nr;
+            if (pc > 0) {
+              for (int r = 0; r < vr; ++r) {
+                for (int col = 0; col < vc; ++col) {
+                  tile[r * nr + col] = c_tile[r * p.ldc + col];
+                  if (with_argmax) tile_idx[r * nr + col] = x_tile[r * p.ldargmax + col];
+                }
+              }
+            }
+          }
+          kernel(t);
+          if (with_argmax && group > 1) {
+            resolve_groups<S, T>(as, bs, mr, nr, vr, vc, pc, kc, group, t.c, t.ldc, t.idx, t.ldidx);
+          }
+          if (!direct) {
+            for (int r = 0; r < vr; ++r) {
+              for (int col = 0; col < vc; ++col) {
+                c_tile[r * p.ldc + col] = tile[r * nr + col];
+                if (with_argmax) x_tile[r * p.ldargmax + col] = tile_idx[r * nr + col];
+              }
+            }
+          }
+        }
+      }
+    }
+    if (with_epilogue) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t col = 0; col < cols; ++col) {
+          T& out = c[r * p.ldc + col];
+          out = epilogue<S, T>(p, acc[r * cols_pad + col], out);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace tropical::cpu::detail
