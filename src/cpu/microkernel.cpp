@@ -1,29 +1,295 @@
+// The vector microkernels, compiled once per instruction set by Highway's
+// foreach_target (this file includes itself once per target), and the choice
+// of one of them at run time (HWY_EXPORT's tables, indexed through our own
+// hwy::ChosenTarget so that TROPICAL_CPU_ISA can cap the choice without
+// touching Highway's process-wide one).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
 
-namespace tropical::cpu {
-namespace detail {
+// SSSE3 and AVX3_DL add nothing to max/min/add over SSE4 and AVX3 (AVX-512);
+// SVE and RVV have sizeless vectors, which cannot be held in the tile's arrays
+// (an aarch64 build runs NEON).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV)
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/microkernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 
-template <class S, class T>
-const KernelSet<T>& vector_kernels() {
-  static const KernelSet<T> none{};
-  return none;
+HWY_BEFORE_NAMESPACE();
+namespace tropical::cpu::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Register tiles (rows x vectors of C): 32 vector registers on AVX-512, 16 elsewhere.
+// The argmax tile also holds the winning k and the group's starting values.
+#if HWY_TARGET == HWY_AVX3
+constexpr int kRows = 12, kVecs = 2, kArgRows = 4, kArgVecs = 2;
+#elif HWY_TARGET == HWY_SCALAR
+constexpr int kRows = 4, kVecs = 4, kArgRows = 4, kArgVecs = 2;
+#else
+constexpr int kRows = 6, kVecs = 2, kArgRows = 4, kArgVecs = 1;
+#endif
+constexpr int kGroup = 4;
+
+// On x86, Max(p, acc) and Min(p, acc) return acc when p is NaN (maxps/minps
+// return their second operand when unordered; Highway's scalar target ignores
+// NaN), which is fmax's rule; elsewhere (NEON's max propagates NaN) a
+// comparison picks the operand.
+#if HWY_ARCH_X86 || HWY_TARGET == HWY_SCALAR
+constexpr bool kMaxKeepsSecondOnNaN = true;
+#else
+constexpr bool kMaxKeepsSecondOnNaN = false;
+#endif
+
+/// The semiring's operations on vectors of d.
+template <class S, class D>
+struct Ops {
+  using V = hn::Vec<D>;
+  static HWY_INLINE V product(V a, V b) {
+    if constexpr (S::kMul == MulKind::kAdd) {
+      return hn::Add(a, b);  // integers: only when no sum can saturate (sums_are_exact)
+    } else if constexpr (S::kMul == MulKind::kMul) {
+      return hn::Mul(a, b);
+    } else if constexpr (S::kMul == MulKind::kMin) {
+      // NaN operands were packed as the zero; ties give b, as the reference.
+      if constexpr (kMaxKeepsSecondOnNaN) return hn::Min(a, b);
+      else return hn::IfThenElse(hn::Lt(a, b), a, b);
+    } else if constexpr (S::kMul == MulKind::kMax) {
+      if constexpr (kMaxKeepsSecondOnNaN) return hn::Max(a, b);
+      else return hn::IfThenElse(hn::Gt(a, b), a, b);
+    } else {
+      return hn::And(a, b);  // bytes packed as 0 or 1
+    }
+  }
+  static HWY_INLINE V accumulate(V p, V acc) {
+    if constexpr (S::kAdd == AddKind::kMax) {
+      if constexpr (kMaxKeepsSecondOnNaN) return hn::Max(p, acc);
+      else return hn::IfThenElse(hn::Gt(p, acc), p, acc);
+    } else if constexpr (S::kAdd == AddKind::kMin) {
+      if constexpr (kMaxKeepsSecondOnNaN) return hn::Min(p, acc);
+      else return hn::IfThenElse(hn::Lt(p, acc), p, acc);
+    } else {
+      return hn::Or(acc, p);
+    }
+  }
+  /// Lanes where `now` is strictly better than `before`.
+  static HWY_INLINE auto improved(V now, V before) {
+    if constexpr (S::kAdd == AddKind::kMin) return hn::Lt(now, before);
+    else return hn::Gt(now, before);
+  }
+};
+
+/// One step of k: acc(r, v) (+)= a(r) (x) b(v).
+template <class S, class D, int MR, int NV>
+HWY_INLINE void step(D d, const typename D::T* a, const typename D::T* b, hn::Vec<D> (&acc)[MR][NV]) {
+  using O = Ops<S, D>;
+  const size_t lanes = hn::Lanes(d);
+  hn::Vec<D> bv[NV];
+  for (int v = 0; v < NV; ++v) bv[v] = hn::Load(d, b + v * lanes);
+  for (int r = 0; r < MR; ++r) {
+    const auto av = hn::Set(d, a[r]);
+    for (int v = 0; v < NV; ++v) acc[r][v] = O::accumulate(O::product(av, bv[v]), acc[r][v]);
+  }
 }
 
-const char* isa_name() { return "scalar"; }
+template <class S, class T, int MR, int NV>
+void GemmTile(const TileArgs<T>& t) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d);
+  const std::int64_t nr = NV * static_cast<std::int64_t>(lanes);
+  hn::Vec<decltype(d)> acc[MR][NV];
+  const auto zero = hn::Set(d, reference::zero<S, T>());
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) acc[r][v] = t.load ? hn::LoadU(d, t.c + r * t.ldc + v * lanes) : zero;
+  }
+  const T* a = t.a;
+  const T* b = t.b;
+  for (std::int64_t p = 0; p < t.kc; ++p, a += MR, b += nr) step<S, decltype(d), MR, NV>(d, a, b, acc);
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[r][v], d, t.c + r * t.ldc + v * lanes);
+  }
+}
 
-#define TROPICAL_CPU_PAIR(S, T) template const KernelSet<T>& vector_kernels<S, T>();
-#define TROPICAL_CPU_NUMBERS(S) \
-  TROPICAL_CPU_PAIR(S, float) TROPICAL_CPU_PAIR(S, double) TROPICAL_CPU_PAIR(S, std::int32_t) TROPICAL_CPU_PAIR(S, std::int64_t)
-TROPICAL_CPU_NUMBERS(MaxPlus)
-TROPICAL_CPU_NUMBERS(MinPlus)
-TROPICAL_CPU_NUMBERS(MaxMul)
-TROPICAL_CPU_NUMBERS(MaxMin)
-TROPICAL_CPU_NUMBERS(MinMax)
-TROPICAL_CPU_PAIR(AndOr, std::uint8_t)
+/// The argmax tile (KernelSet::group): a plain max over each group of kGroup
+/// k, then one comparison with the values before the group and one select of
+/// the group's first k where an element improved.
+template <class S, class T, int MR, int NV>
+void ArgmaxTile(const TileArgs<T>& t) {
+  using TI = hwy::MakeSigned<T>;
+  const hn::ScalableTag<T> d;
+  const hn::Rebind<TI, decltype(d)> di;
+  const size_t lanes = hn::Lanes(d);
+  const std::int64_t nr = NV * static_cast<std::int64_t>(lanes);
+  hn::Vec<decltype(d)> acc[MR][NV];
+  hn::Vec<decltype(di)> best[MR][NV];
+  alignas(64) TI wide[HWY_MAX_BYTES / sizeof(TI)];
+  const auto zero = hn::Set(d, reference::zero<S, T>());
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = t.load ? hn::LoadU(d, t.c + r * t.ldc + v * lanes) : zero;
+      for (size_t l = 0; l < lanes; ++l) wide[l] = t.load ? t.idx[r * t.ldidx + v * lanes + l] : -1;
+      best[r][v] = hn::Load(di, wide);
+    }
+  }
+  const T* a = t.a;
+  const T* b = t.b;
+  for (std::int64_t p = 0; p < t.kc; p += kGroup) {
+    hn::Vec<decltype(d)> before[MR][NV];
+    for (int r = 0; r < MR; ++r) {
+      for (int v = 0; v < NV; ++v) before[r][v] = acc[r][v];
+    }
+    if (t.kc - p >= kGroup) {
+      for (int q = 0; q < kGroup; ++q, a += MR, b += nr) step<S, decltype(d), MR, NV>(d, a, b, acc);
+    } else {
+      for (std::int64_t q = p; q < t.kc; ++q, a += MR, b += nr) step<S, decltype(d), MR, NV>(d, a, b, acc);
+    }
+    const auto k = hn::Set(di, static_cast<TI>(t.k0 + p));
+    for (int r = 0; r < MR; ++r) {
+      for (int v = 0; v < NV; ++v) {
+        const auto moved = hn::RebindMask(di, Ops<S, decltype(d)>::improved(acc[r][v], before[r][v]));
+        best[r][v] = hn::IfThenElse(moved, k, best[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      hn::StoreU(acc[r][v], d, t.c + r * t.ldc + v * lanes);
+      hn::Store(best[r][v], di, wide);
+      for (size_t l = 0; l < lanes; ++l) t.idx[r * t.ldidx + v * lanes + l] = static_cast<std::int32_t>(wide[l]);
+    }
+  }
+}
+
+template <class S, class T>
+void Fill(KernelSet<T>* out) {
+  const hn::ScalableTag<T> d;
+  const int lanes = static_cast<int>(hn::Lanes(d));
+  out->mr = kRows;
+  out->nr = kVecs * lanes;
+  out->gemm = &GemmTile<S, T, kRows, kVecs>;
+  if constexpr (S::kAdd != AddKind::kOr) {  // a byte cannot hold k: AndOr's argmax stays scalar
+    out->mra = kArgRows;
+    out->nra = kArgVecs * lanes;
+    out->argmax = &ArgmaxTile<S, T, kArgRows, kArgVecs>;
+    out->group = kGroup;
+  }
+}
+
+// One exported function per pair (HWY_EXPORT takes names, not templates).
+// Integer MaxMul saturates its products: no vector kernel.
+#define TROPICAL_CPU_FILL(NAME, S, T) \
+  void NAME(KernelSet<T>* out) { Fill<S, T>(out); }
+#define TROPICAL_CPU_FILL_ALL(X)                                                                          \
+  X(FillMaxPlusF32, MaxPlus, float) X(FillMaxPlusF64, MaxPlus, double)                                    \
+  X(FillMaxPlusI32, MaxPlus, std::int32_t) X(FillMaxPlusI64, MaxPlus, std::int64_t)                       \
+  X(FillMinPlusF32, MinPlus, float) X(FillMinPlusF64, MinPlus, double)                                    \
+  X(FillMinPlusI32, MinPlus, std::int32_t) X(FillMinPlusI64, MinPlus, std::int64_t)                       \
+  X(FillMaxMulF32, MaxMul, float) X(FillMaxMulF64, MaxMul, double)                                        \
+  X(FillMaxMinF32, MaxMin, float) X(FillMaxMinF64, MaxMin, double)                                        \
+  X(FillMaxMinI32, MaxMin, std::int32_t) X(FillMaxMinI64, MaxMin, std::int64_t)                           \
+  X(FillMinMaxF32, MinMax, float) X(FillMinMaxF64, MinMax, double)                                        \
+  X(FillMinMaxI32, MinMax, std::int32_t) X(FillMinMaxI64, MinMax, std::int64_t)                           \
+  X(FillAndOrU8, AndOr, std::uint8_t)
+TROPICAL_CPU_FILL_ALL(TROPICAL_CPU_FILL)
+
+}  // namespace tropical::cpu::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tropical::cpu {
+namespace detail {
+namespace {
+
+/// An instruction set TROPICAL_CPU_ISA may name, and its Highway target bit.
+struct IsaName {
+  const char* name;
+  std::int64_t target;
+};
+constexpr IsaName kIsaNames[] = {
+    {"scalar", HWY_SCALAR}, {"baseline", HWY_SCALAR}, {"sse4", HWY_SSE4}, {"avx2", HWY_AVX2},
+    {"avx512", HWY_AVX3},   {"avx3", HWY_AVX3},       {"neon", HWY_NEON},
+};
+
+/// The compiled targets the CPU supports, capped by TROPICAL_CPU_ISA (targets
+/// at or below the named one: Highway numbers better targets with lower bits).
+std::int64_t allowed_targets() {
+  std::int64_t allowed = hwy::SupportedTargets() & HWY_TARGETS;
+  const char* env = std::getenv("TROPICAL_CPU_ISA");
+  if (env == nullptr || *env == '\0') return allowed;
+  for (const IsaName& isa : kIsaNames) {
+    if (std::strcmp(env, isa.name) == 0) return allowed & ~(isa.target - 1);
+  }
+  std::fprintf(stderr,
+               "tropical: TROPICAL_CPU_ISA=%s is not one of scalar, sse4, avx2, avx512, neon; using the best "
+               "instruction set of this CPU\n",
+               env);
+  return allowed;
+}
+
+/// The dispatch choice, made once: index into HWY_EXPORT's tables, and the name.
+struct Choice {
+  hwy::ChosenTarget chosen;
+  const char* name = "scalar";
+};
+
+Choice& choice() {
+  static Choice c;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::int64_t allowed = allowed_targets();
+    c.chosen.Update(allowed);
+    const std::int64_t best = allowed & -allowed;
+    c.name = "scalar";
+    for (const IsaName& isa : kIsaNames) {
+      if (best == isa.target && best != HWY_SCALAR) {
+        c.name = isa.name;
+        break;
+      }
+    }
+  });
+  return c;
+}
+
+}  // namespace
+
+const char* isa_name() { return choice().name; }
+
+#define TROPICAL_CPU_EXPORT(NAME, S, T)                                  \
+  HWY_EXPORT(NAME);                                                      \
+  template <>                                                            \
+  const KernelSet<T>& vector_kernels<S, T>() {                           \
+    static const KernelSet<T> set = [] {                                 \
+      KernelSet<T> s;                                                    \
+      HWY_DISPATCH_TABLE(NAME)[choice().chosen.GetIndex()](&s);          \
+      return s;                                                          \
+    }();                                                                 \
+    return set;                                                          \
+  }
+TROPICAL_CPU_FILL_ALL(TROPICAL_CPU_EXPORT)
+
+// Integer MaxMul: the exact scalar kernels.
+template <>
+const KernelSet<std::int32_t>& vector_kernels<MaxMul, std::int32_t>() {
+  static const KernelSet<std::int32_t> none{};
+  return none;
+}
+template <>
+const KernelSet<std::int64_t>& vector_kernels<MaxMul, std::int64_t>() {
+  static const KernelSet<std::int64_t> none{};
+  return none;
+}
 
 }  // namespace detail
 
 std::string_view isa() { return detail::isa_name(); }
 
 }  // namespace tropical::cpu
+#endif  // HWY_ONCE
