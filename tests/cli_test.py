@@ -116,7 +116,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch=sm_80").stdout)
         self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch", "80").stdout)
         out = self.run_tropical("warm", "--arch=sm_90", "-j1", KERNEL).stdout
-        self.assertIn("1 threads", out)
+        self.assertIn("1 thread,", out)
         out = self.run_tropical("warm", "--arch", "sm_90", "-j", "2", "--", OTHER).stdout
         self.assertIn("1 compiled", out)
 
@@ -173,7 +173,7 @@ class CliTest(unittest.TestCase):
     def test_warm_list_stats_clear_round_trip(self):
         self.assertIn("0 cached for sm_90", self.run_tropical("list", "--arch", "sm_90").stdout)
         proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL)
-        self.assertRegex(proc.stdout, r"^warm sm_90: 1 kernels, 1 compiled, 0 already cached, 0 failed, 0 not stored")
+        self.assertRegex(proc.stdout, r"^warm sm_90: 1 kernel, 1 compiled, 0 already cached, 0 failed, 0 not stored")
         listing = self.run_tropical("list", "--arch", "sm_90").stdout
         self.assertIn("1 cached for sm_90", listing)
         self.assertRegex(listing, KERNEL + r" .* cached")
@@ -214,7 +214,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("no kernel named 'nope'", self.usage_error("clear", KERNEL, "nope"))
         self.assertEqual(self.entries(), before, "an unknown name must remove nothing")
         out = self.run_tropical("clear", KERNEL).stdout
-        self.assertIn("removed 2 entries of 1 kernels", out)
+        self.assertIn("removed 2 entries of 1 kernel", out)
         self.assertIn("0 cached for sm_80", self.run_tropical("list", "--arch", "sm_80").stdout)
         listing = self.run_tropical("list", "--arch", "sm_90").stdout
         self.assertIn("1 cached for sm_90", listing)
@@ -337,7 +337,7 @@ class CliTest(unittest.TestCase):
         text = self.run_tropical("list", "--arch", "sm_90").stdout
         self.assertRegex(text, KERNEL + r" .* other format\n")
         self.assertIn("2 entries (sm_90) of another format, source or options", text)
-        self.assertIn("removed 2 entries of 1 kernels", self.run_tropical("clear", KERNEL).stdout)
+        self.assertIn("removed 2 entries of 1 kernel", self.run_tropical("clear", KERNEL).stdout)
         self.assertEqual(len(self.entries()), 1)
 
     def test_debug_log_explains_a_miss_caused_by_another_nvrtc_in_one_line(self):
@@ -372,14 +372,14 @@ class CliTest(unittest.TestCase):
         self.assertIn("1 entry whose header this version cannot read", text)
 
         out = self.run_tropical("clear", KERNEL).stdout
-        self.assertIn("removed 3 entries of 1 kernels", out)
+        self.assertIn("removed 3 entries of 1 kernel", out)
         left = self.json_of("list", "--json")
         self.assertEqual([k["name"] for k in left["kernels"] if k["entries"]], [OTHER])
         self.assertEqual(sorted(e["nvrtc"] for e in left["kernels"][[k["name"] for k in left["kernels"]].index(OTHER)]
                                 ["entries"]), sorted([identity, left["nvrtc"]]))
         self.assertTrue(os.path.exists(foreign), "a file whose header is not an entry's stays")
         self.assertTrue(os.path.exists(fake), "an entry of another kernel stays")
-        self.assertIn("removed 2 entries of 1 kernels", self.run_tropical("clear", OTHER, env=other).stdout)
+        self.assertIn("removed 2 entries of 1 kernel", self.run_tropical("clear", OTHER, env=other).stdout)
         self.assertEqual(sorted(self.entries()), sorted([os.path.basename(foreign), os.path.basename(fake)]))
 
     def test_list_json(self):
@@ -466,6 +466,36 @@ class CliTest(unittest.TestCase):
             self.skipTest("a GPU is present")
         self.assertIn("needs a GPU", self.run_tropical("gemm", "-m", "8", "-n", "8", "-k", "8", code=3).stderr)
         self.assertIn("needs a GPU", self.run_tropical("verify", code=3).stderr)
+
+    # Issue 28's small things: what a newcomer trips on.
+    def test_a_mistyped_command_gets_a_suggestion(self):
+        self.assertIn("did you mean 'list'?", self.usage_error("lsit"))
+        self.assertIn("did you mean 'warm'?", self.usage_error("wram"))
+        self.assertNotIn("did you mean", self.usage_error("frobnicate"))
+
+    def test_warm_with_the_cache_disabled_counts_what_this_run_stored_not_what_is_on_disk(self):
+        self.run_tropical("warm", "--arch", "sm_90", KERNEL)
+        self.assertEqual(len(self.entries()), 1)
+        proc = self.run_tropical("warm", "--arch", "sm_90", KERNEL, env=dict(self.env, TROPICAL_CACHE_DISABLE="1"),
+                                 code=1)
+        self.assertIn("1 kernel, 1 compiled, 0 already cached, 0 failed, 1 not stored", proc.stdout)
+        self.assertIn("1 of 1 kernel for sm_90 is not stored", proc.stderr)
+        self.assertIn("TROPICAL_CACHE_DISABLE", proc.stderr)
+
+    def test_list_columns_fit_the_longest_names(self):
+        lines = self.run_tropical("list", "--arch", "sm_90").stdout.splitlines()
+        header, rows = lines[0], [line for line in lines[1:] if line[5:].startswith("tropical_")]
+        self.assertEqual(len(rows), len(json.loads(self.run_tropical("list", "--json").stdout)["kernels"]))
+        for column in ("op", "semiring", "type"):
+            start = header.index(" " + column + " ") + 1
+            for row in rows:
+                self.assertNotEqual(row[start - 1], "_", f"a name runs into the {column} column: {row}")
+                self.assertEqual(row[start - 1], " ", row)
+                self.assertNotEqual(row[start], " ", f"{column} column misaligned: {row}")
+
+    def test_numbers_out_of_range_name_the_range_in_words_that_fit(self):
+        self.assertIn("-m wants an integer from 1 to", self.usage_error("gemm", "-m", "0"))
+        self.assertIn("-j wants a non-negative integer up to 1024", self.usage_error("warm", "-j", "x", "--all"))
 
 
 if __name__ == "__main__":

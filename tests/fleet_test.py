@@ -315,7 +315,7 @@ class FleetTest(unittest.TestCase):
         shown = self.run_tropical("config", env=b).stdout
         self.assertIn("remote = unix://" + self.sock, shown)
         self.assertIn("remote_trusted_keys = " + self.public, shown)
-        self.assertNotIn("remote_ttl", shown)
+        self.assertIn("# remote_ttl = 30d (default)", shown)  # the refused value was not written
         compiled, proc = self.warm(b, KERNEL, OTHER)
         self.assertEqual(compiled, 0, proc.stdout + proc.stderr)
         self.assertIn("hits 2", proc.stdout)

@@ -217,7 +217,11 @@ class LayersTest(unittest.TestCase):
         self.tropical("config", "max_size", "lots", code=2, **env)
         self.tropical("config", "colour", "blue", code=2, **env)
         self.tropical("config", "--unset", "max_size", **env)
-        self.tropical("config", "max_size", code=1, **env)
+        # Unset: the value in effect and where it comes from.
+        self.assertEqual(self.tropical("config", "max_size", **env).stdout, "1G (default)\n")
+        self.assertEqual(self.tropical("config", "max_size", TROPICAL_CACHE_MAX_SIZE="2G", **env).stdout,
+                         "2G (TROPICAL_CACHE_MAX_SIZE)\n")
+        self.assertIn("# max_size = 1G (default)", self.tropical("config", **env).stdout)
         # Unknown keys in the file are kept and warned about once.
         with open(os.path.join(primary, "tropical.conf"), "a") as f:
             f.write("remote_future = x\n")

@@ -86,8 +86,9 @@ std::uint64_t Args::get_uint(const std::string& flag, std::uint64_t fallback, st
   const char* end = text.data() + text.size();
   const auto [ptr, error] = std::from_chars(text.data(), end, value);
   if (text.empty() || error != std::errc() || ptr != end || value < min || value > max) {
-    throw UsageError{flag + " wants a non-negative integer from " + std::to_string(min) + " to " +
-                     std::to_string(max) + ", not '" + text + "'"};
+    const std::string range = min == 0 ? "a non-negative integer up to " + std::to_string(max)
+                                       : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    throw UsageError{flag + " wants " + range + ", not '" + text + "'"};
   }
   return value;
 }

@@ -111,11 +111,13 @@ int cmd_warm(int argc, char** argv) {
   }
   for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", e.c_str());
 
-  // What warm is for is the entries it leaves on disk: count the ones missing.
+  // What warm is for is the entries it leaves on disk: count the ones missing. A disabled or unusable
+  // cache stored nothing in this run, whatever an earlier run left in its directory.
   std::size_t stored = 0;
-  if (ids.empty()) {
+  const bool stores = info().enabled;
+  if (stores && ids.empty()) {
     for (const auto& k : catalog::kInfo) stored += entry_exists(static_cast<std::uint32_t>(k.id), arch);
-  } else {
+  } else if (stores) {
     for (const auto id : ids) stored += entry_exists(static_cast<std::uint32_t>(id), arch);
   }
   const std::size_t wanted = report.kernels - report.errors.size();
@@ -130,11 +132,9 @@ int cmd_warm(int argc, char** argv) {
     publish_cached(all, arch);
   }
   const std::size_t not_stored = wanted > stored ? wanted - stored : 0;
-  print(format(
-      "warm sm_%d: %zu kernels, %zu compiled, %zu already cached, %zu failed, %zu not stored, %u threads, "
-      "%.2f s\n",
-      arch, report.kernels, report.compiled, report.ready, report.errors.size(), not_stored, report.threads,
-      report.seconds));
+  print(format("warm sm_%d: %s, %zu compiled, %zu already cached, %zu failed, %zu not stored, %s, %.2f s\n", arch,
+               count(report.kernels, "kernel").c_str(), report.compiled, report.ready, report.errors.size(),
+               not_stored, count(report.threads, "thread").c_str(), report.seconds));
   if (remote_json() != "null") print(remote_text());
   if (not_stored != 0) {
     std::fflush(stdout);  // the summary first, on a terminal
@@ -145,8 +145,8 @@ int cmd_warm(int argc, char** argv) {
                                 ? "storing failed (the reason is printed above)"
                                 : "the cache is too small (limit " + std::to_string(i.max_bytes) +
                                       " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)";
-    std::fprintf(stderr, "tropical: %zu of %zu kernels for sm_%d are not stored in %s: %s\n", not_stored,
-                 wanted, arch, i.dir.c_str(), why.c_str());
+    std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", not_stored,
+                 count(wanted, "kernel").c_str(), arch, not_stored == 1 ? "is" : "are", i.dir.c_str(), why.c_str());
   }
   return report.errors.empty() && not_stored == 0 ? kExitOk : kExitFailed;
 }
@@ -241,7 +241,7 @@ int cmd_clear(int argc, char** argv) {
     return kExitOk;
   }
   if (ids.empty()) {
-    print(format("removed %" PRIu64 " entries from %s\n", clear(), i.dir.c_str()));
+    print("removed " + count(clear(), "entry", "entries") + " from " + i.dir + "\n");
     return kExitOk;
   }
   // Every entry whose header names one of these kernels (or its quick fragment), for every arch and every
@@ -255,7 +255,8 @@ int cmd_clear(int argc, char** argv) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   const auto removed = static_cast<std::size_t>(
       reg.disk().remove_if([&](const jit::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
-  print(format("removed %zu entries of %zu kernels from %s\n", removed, ids.size(), i.dir.c_str()));
+  print(format("removed %s of %s from %s\n", count(removed, "entry", "entries").c_str(),
+               count(ids.size(), "kernel").c_str(), i.dir.c_str()));
   return kExitOk;
 }
 

@@ -1,8 +1,11 @@
 // `tropical config` (the cache's settings file) and the per-tier part of `tropical stats`.
+#include <chrono>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "commands.hpp"
 #include "output.hpp"
@@ -50,6 +53,38 @@ std::string note_override(const std::string& key) {
   return value != nullptr ? std::string("  (overridden by ") + variable + "=" + value + ")" : "";
 }
 
+/// A duration as the settings spell it: the largest unit that divides it (30d, 1s, 250ms).
+std::string duration_text(std::chrono::milliseconds d) {
+  const std::int64_t ms = d.count();
+  for (const auto& [unit, size] : {std::pair{"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}}) {
+    if (ms != 0 && ms % size == 0) return std::to_string(ms / size) + unit;
+  }
+  return std::to_string(ms) + "ms";
+}
+
+/// A size as the settings spell it: the largest power of 1024 that divides it (1G, 512M, 100).
+std::string size_text(std::uint64_t bytes) {
+  for (const auto& [unit, shift] : {std::pair{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}}) {
+    if (bytes != 0 && bytes % (std::uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  }
+  return std::to_string(bytes);
+}
+
+/// What `key` is when neither tropical.conf nor the environment sets it (the library's own defaults).
+std::string default_of(const std::string& key) {
+  const jit::remote::RemoteOptions remote;
+  if (key == "max_size") return size_text(jit::kDefaultCacheMaxBytes);
+  if (key == "remote") return "off";
+  if (key == "remote_connect_timeout") return duration_text(remote.client.connect_timeout);
+  if (key == "remote_timeout") return duration_text(remote.client.operation_timeout);
+  if (key == "remote_cooldown") return duration_text(remote.client.cooldown);
+  if (key == "remote_ttl") return duration_text(remote.ttl);
+  if (key == "remote_lease") return duration_text(remote.lease);
+  if (key == "remote_wait") return duration_text(remote.wait);
+  if (key == "remote_unsigned") return "0";
+  return "none";  // layers, key files
+}
+
 }  // namespace
 
 int cmd_config(int argc, char** argv) {
@@ -67,9 +102,11 @@ int cmd_config(int argc, char** argv) {
         "  remote_ttl, remote_connect_timeout, remote_timeout, remote_cooldown,\n"
         "  remote_lease, remote_wait\n"
         "            the fleet cache's other settings; env TROPICAL_REMOTE_TRUSTED_KEYS, ...\n"
-        "Without arguments prints every setting of the file; with KEY, its value (exit 1\n"
-        "if unset); with KEY VALUE, sets it (the file is replaced atomically). The\n"
-        "environment overrides the file. Unknown keys already in the file are kept.\n");
+        "Without arguments prints every setting of the file, then the keys it does not set\n"
+        "as comments with their defaults; with KEY, its value, or if the file does not set\n"
+        "it the value in effect and its source (\"1G (default)\", \"2G (TROPICAL_CACHE_MAX_SIZE)\");\n"
+        "with KEY VALUE, sets it (the file is replaced atomically). The environment\n"
+        "overrides the file. Unknown keys already in the file are kept.\n");
     return kExitOk;
   }
   const std::vector<std::string>& words = args.words();
@@ -88,14 +125,25 @@ int cmd_config(int argc, char** argv) {
   if (words.empty()) {
     std::string text = "# " + (dir / jit::kConfigFileName).string() + "\n";
     for (const auto& [key, value] : file.values()) text += key + " = " + value + note_override(key) + "\n";
+    // The keys the file does not set, as comments: what they are without it.
+    for (const std::string_view known : jit::known_config_keys()) {
+      const std::string key(known);
+      if (!file.get(key)) text += "# " + key + " = " + default_of(key) + " (default)" + note_override(key) + "\n";
+    }
     print(text);
     return kExitOk;
   }
   const std::string& key = words[0];
   if (words.size() == 1 && !unset) {
     const auto value = file.get(key);
-    if (!value) return kExitFailed;
-    print(*value + "\n");
+    if (value) {
+      print(*value + "\n");
+      return kExitOk;
+    }
+    // Not in the file: the value in effect and where it comes from.
+    const char* variable = variable_of(key);
+    const char* from_env = variable != nullptr ? std::getenv(variable) : nullptr;
+    print(from_env != nullptr ? std::string(from_env) + " (" + variable + ")\n" : default_of(key) + " (default)\n");
     return kExitOk;
   }
   if (!unset) check_value(key, words[1]);

@@ -1,4 +1,5 @@
 // `tropical list`: the catalog, which kernels are cached for an arch, and every entry on disk.
+#include <algorithm>
 #include <cinttypes>
 #include <string>
 #include <vector>
@@ -93,8 +94,10 @@ int cmd_list(int argc, char** argv) {
   std::size_t cached = 0;
   std::size_t unusable = 0;
   for (const auto& e : entries) unusable += !e.usable();
+  int width = 4;  // the name column fits the longest name
+  for (const auto& k : catalog::kInfo) width = std::max(width, static_cast<int>(k.name.size()));
   std::string text =
-      format("%3s  %-36s %-12s %-8s %-4s sm_%d\n", "id", "name", "op", "semiring", "type", arch);
+      format("%3s  %-*s %-19s %-8s %-4s sm_%d\n", "id", width, "name", "op", "semiring", "type", arch);
   std::string json = "{\"schema\": 1, \"arch\": " + std::to_string(arch) +
                      ", \"cache_dir\": " + json_quote(dir) +
                      ", \"nvrtc\": " + json_quote(jit::nvrtc_identity()) +
@@ -105,7 +108,7 @@ int cmd_list(int argc, char** argv) {
     const std::string_view here = state(entries, id, arch);
     const bool hit = here == "cached";
     cached += hit;
-    text += format("%3u  %-36.*s %-12.*s %-8.*s %-4.*s %.*s\n", id, static_cast<int>(k.name.size()),
+    text += format("%3u  %-*.*s %-19.*s %-8.*s %-4.*s %.*s\n", id, width, static_cast<int>(k.name.size()),
                    k.name.data(), static_cast<int>(op_name(k.op).size()), op_name(k.op).data(),
                    static_cast<int>(k.semiring.size()), k.semiring.data(), static_cast<int>(k.type.size()),
                    k.type.data(), static_cast<int>(here.size()), here.data());

@@ -5,6 +5,12 @@
 
 namespace tropical::cli {
 
+std::string count(std::uint64_t n, std::string_view one, std::string_view many) {
+  std::string text = std::to_string(n) + " ";
+  if (n == 1) return text.append(one);
+  return many.empty() ? text.append(one).append("s") : text.append(many);
+}
+
 std::string json_quote(std::string_view s) {
   std::string out = "\"";
   for (const char c : s) {

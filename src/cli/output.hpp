@@ -17,6 +17,9 @@ std::string format(const char* fmt, auto... args) {
   return out;
 }
 
+/// n and its noun: "1 kernel", "2 kernels" (`many` for an irregular plural: count(n, "entry", "entries")).
+std::string count(std::uint64_t n, std::string_view one, std::string_view many = {});
+
 /// s as a JSON string literal (quotes, backslashes and control characters escaped).
 std::string json_quote(std::string_view s);
 

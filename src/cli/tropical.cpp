@@ -2,6 +2,7 @@
 //
 // Exit codes: 0 success; 1 a check, compile, store or write to stdout failed;
 // 2 bad usage (nothing was changed); 3 a GPU, driver or NVRTC the command needs is missing.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,22 @@ const char* const kUsage =
     "'--opt=value'. Exit codes: 0 ok, 1 a check, compile, store or write failed,\n"
     "2 bad usage (nothing changed), 3 no GPU/driver/NVRTC for a command that needs one.\n";
 
+// Levenshtein distance, for "did you mean": a mistyped command is one or two edits from the right one.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 int run(int argc, char** argv) {
   using Command = int (*)(int, char**);
   const std::map<std::string_view, Command> commands = {
@@ -63,7 +80,17 @@ int run(int argc, char** argv) {
   }
   const auto command = commands.find(first);
   if (command == commands.end()) {
-    throw UsageError{"unknown command '" + std::string(first) + "' (see 'tropical --help')"};
+    std::string_view nearest;
+    std::size_t best = 3;  // more than two edits away is no suggestion
+    for (const auto& entry : commands) {
+      const std::size_t d = edit_distance(first, entry.first);
+      if (d < best) {
+        best = d;
+        nearest = entry.first;
+      }
+    }
+    const std::string hint = nearest.empty() ? "" : "did you mean '" + std::string(nearest) + "'? ";
+    throw UsageError{"unknown command '" + std::string(first) + "' (" + hint + "see 'tropical --help')"};
   }
   // --cache-dir applies to every command, so it is taken out before the command parses its own flags; the
   // registry reads TROPICAL_CACHE_DIR when it is first used, after this.
