@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/jit/storage/config_file.hpp"
+#include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/remote/remote_config.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
@@ -27,8 +28,23 @@ const char* variable_of(const std::string& key) {
   return nullptr;
 }
 
+/// True if path has a ".." component (a configured path names its target directly).
+bool climbs(std::string_view path) {
+  while (!path.empty()) {
+    const std::size_t end = std::min(path.find('/'), path.size());
+    if (path.substr(0, end) == "..") return true;
+    path.remove_prefix(std::min(end + 1, path.size()));
+  }
+  return false;
+}
+
 /// Throws UsageError unless value is valid for key.
 void check_value(const std::string& key, const std::string& value) {
+  // One line per key in the file: a line break (or any control character) in a value would add settings.
+  for (const char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw UsageError{key + " = '" + jit::printable(value) + "': control characters are not allowed in a value"};
+  }
   if (key.starts_with("remote")) {
     if (const auto problem = jit::remote::setting_problem(variable_of(key), value))
       throw UsageError{key + " = '" + value + "': " + *problem};
@@ -40,8 +56,8 @@ void check_value(const std::string& key, const std::string& value) {
     std::string_view rest = value;
     while (!rest.empty()) {
       const std::size_t end = std::min(rest.find(':'), rest.size());
-      if (end != 0 && rest.front() != '/')
-        throw UsageError{"layers wants absolute directories separated by ':', not '" + value + "'"};
+      if (end != 0 && (rest.front() != '/' || climbs(rest.substr(0, end))))
+        throw UsageError{"layers wants absolute directories (no '..') separated by ':', not '" + value + "'"};
       rest.remove_prefix(std::min(end + 1, rest.size()));
     }
   }
@@ -147,9 +163,10 @@ int cmd_config(int argc, char** argv) {
     return kExitOk;
   }
   if (!unset) check_value(key, words[1]);
-  file.set(key, unset ? std::nullopt : std::optional<std::string>(words[1]));
   (void)info();  // creates the directory (0700) if it is missing
-  if (const auto failure = file.save(dir)) {
+  // Read, set and write under the file's lock: concurrent `tropical config` runs lose no update.
+  if (const auto failure =
+          jit::ConfigFile::update(dir, key, unset ? std::nullopt : std::optional<std::string>(words[1]))) {
     std::fprintf(stderr, "tropical: cannot write %s: %s\n", (dir / jit::kConfigFileName).c_str(),
                  failure->reason().c_str());
     return kExitFailed;

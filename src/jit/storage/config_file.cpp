@@ -1,15 +1,18 @@
 #include "tropical/jit/storage/config_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <thread>
 
 #include "tropical/jit/storage/atomic_file.hpp"
 #include "tropical/jit/storage/log.hpp"
+#include "tropical/jit/storage/trusted_file.hpp"
 
 namespace tropical::jit {
 namespace {
@@ -71,35 +74,17 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
 
 ConfigFile ConfigFile::load(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kConfigFileName;
-  const std::string source = path.string();
-  // O_NONBLOCK: a FIFO planted under the name must not block the reader.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) {
-    if (errno != ENOENT && errno != ENOTDIR) warn_file(source, "not read (" + error_text(errno) + ")");
+  // Settings steer what is loaded (layers, the remote, whose keys are trusted): only a file its owner alone
+  // controls counts (in a team directory the group may write its owner's file: it can replace it anyway).
+  TrustRule rule;
+  rule.max_bytes = kMaxConfigFileBytes;
+  rule.group_may_write_own = true;
+  const TrustedRead read = read_trusted_file(path, rule);
+  if (!read.bytes) {
+    if (!read.missing) warn_file(path.string(), read.reason + "; ignored");
     return {};
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    warn_file(source, "not a regular file; ignored");
-    return {};
-  }
-  // Settings steer what is loaded (layers): only a file its owner alone controls counts.
-  if ((st.st_uid != ::geteuid() && st.st_uid != 0) || (st.st_mode & S_IWOTH) != 0 ||
-      ((st.st_mode & S_IWGRP) != 0 && st.st_uid != ::geteuid())) {
-    warn_file(source, "owned by uid " + std::to_string(st.st_uid) + " with mode writable by others; ignored");
-    return {};
-  }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > kMaxConfigFileBytes) {
-    warn_file(source, "larger than " + std::to_string(kMaxConfigFileBytes) + " bytes; ignored");
-    return {};
-  }
-  std::string text(static_cast<std::size_t>(size), '\0');
-  if (const int error = read_at(fd.get(), text.data(), text.size(), 0); error != 0) {
-    warn_file(source, "not read (" + error_text(error) + ")");
-    return {};
-  }
-  return parse(text, source);
+  return parse(*read.bytes, path.string());
 }
 
 std::optional<std::string> ConfigFile::get(std::string_view key) const {
@@ -133,6 +118,24 @@ std::optional<Failure> ConfigFile::save(const std::filesystem::path& dir) const 
   if (!failure) failure = file.commit();
   if (!failure && ::fsync(dir_fd.get()) != 0) failure = Failure{"syncing " + dir.string(), errno};
   return failure;
+}
+
+std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, const std::string& key,
+                                          std::optional<std::string> value, std::chrono::milliseconds wait) {
+  const std::filesystem::path lock_path = dir / kConfigLockName;
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!lock.valid()) return Failure{"opening " + lock_path.string(), errno};
+  // Polled, not a blocking flock: the wait stays bounded even if a holder is stopped.
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return Failure{"locking " + lock_path.string(), errno};
+    if (std::chrono::steady_clock::now() >= deadline) return Failure{"locking " + lock_path.string(), EWOULDBLOCK};
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Read, modify and write under the lock: an update made meanwhile by another process is kept.
+  ConfigFile file = load(dir);
+  file.set(key, std::move(value));
+  return file.save(dir);  // the lock goes with the descriptor
 }
 
 std::optional<std::string> conf_value(const std::filesystem::path& primary_dir, std::string_view key) {

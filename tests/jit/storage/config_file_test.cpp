@@ -2,9 +2,14 @@
 #include "tropical/jit/storage/config_file.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 #include "tropical/jit/storage/config.hpp"
@@ -73,6 +78,50 @@ TEST_F(ConfigFileTest, from_env_takes_the_file_below_the_environment) {
   EXPECT_TRUE(config.layers.empty());
   ASSERT_TRUE(config.fallback_dir);
   EXPECT_NE(config.fallback_dir->filename().string().find("tropical-"), std::string::npos);
+}
+
+// Issue 27, item 9: 20 writers of 10 keys at once; every key survives (read-modify-write under the lock).
+TEST_F(ConfigFileTest, concurrent_updates_of_different_keys_all_survive) {
+  std::vector<std::thread> writers;
+  std::atomic<int> failed{0};
+  for (int i = 0; i < 20; ++i) {
+    writers.emplace_back([&, i] {
+      const std::string key = "future_key_" + std::to_string(i % 10);
+      if (ConfigFile::update(dir_, key, std::to_string(i))) ++failed;
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  const ConfigFile file = ConfigFile::load(dir_);
+  EXPECT_EQ(file.values().size(), 10u);
+  for (int k = 0; k < 10; ++k) EXPECT_TRUE(file.get("future_key_" + std::to_string(k))) << k;
+}
+
+TEST_F(ConfigFileTest, update_waits_for_the_lock_no_longer_than_asked) {
+  const int held = ::open((dir_ / kConfigLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto failure = ConfigFile::update(dir_, "max_size", "1G", std::chrono::milliseconds(200));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ::close(held);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->error, EWOULDBLOCK);
+  EXPECT_LT(waited, std::chrono::seconds(2));
+  EXPECT_FALSE(ConfigFile::update(dir_, "max_size", "1G"));
+  EXPECT_EQ(conf_value(dir_, "max_size"), "1G");
+}
+
+// Issue 27, items 1-3: tropical.conf comes in by the same door as the key files.
+TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
+  ASSERT_EQ(::mkfifo((dir_ / kConfigFileName).c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ConfigFile::load(dir_).values().empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  fs::remove(dir_ / kConfigFileName);
+  std::ofstream(root_ / "elsewhere.conf") << "max_size = 5M\n";
+  fs::create_symlink(root_ / "elsewhere.conf", dir_ / kConfigFileName);
+  EXPECT_FALSE(conf_value(dir_, "max_size"));
 }
 
 }  // namespace

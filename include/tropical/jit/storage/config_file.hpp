@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -19,6 +20,9 @@ namespace tropical::jit {
 
 /// The file's name in the primary directory.
 inline constexpr std::string_view kConfigFileName = "tropical.conf";
+
+/// The lock file beside it that serialises `tropical config` updates (ConfigFile::update).
+inline constexpr std::string_view kConfigLockName = "tropical.conf.lock";
 
 /// Largest configuration file read: 64 KiB (a bigger one is refused unread).
 inline constexpr std::uint64_t kMaxConfigFileBytes = 64 << 10;
@@ -52,6 +56,13 @@ class ConfigFile {
   /// Writes text() to <dir>/tropical.conf atomically (temporary file, fsync, rename), mode 0644; returns what
   /// failed, if anything. Creates nothing but the file.
   std::optional<Failure> save(const std::filesystem::path& dir) const;
+  /// Sets (or with nullopt, removes) key in <dir>/tropical.conf as one read-modify-write under an exclusive
+  /// flock of <dir>/tropical.conf.lock (waiting at most `wait`), so that concurrent updates of different keys
+  /// all survive; returns what failed, if anything (a lock not had in time: EWOULDBLOCK). The file is read
+  /// as load() reads it: a file load() ignores is replaced.
+  static std::optional<Failure> update(const std::filesystem::path& dir, const std::string& key,
+                                       std::optional<std::string> value,
+                                       std::chrono::milliseconds wait = std::chrono::seconds(10));
 
  private:
   std::map<std::string, std::string, std::less<>> values_;

@@ -6,8 +6,8 @@
 #include <openssl/pem.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+
+#include "tropical/jit/storage/trusted_file.hpp"
 
 namespace tropical::jit::remote {
 namespace {
@@ -16,20 +16,17 @@ using KeyPtr = std::shared_ptr<EVP_PKEY>;
 
 KeyPtr own(EVP_PKEY* key) { return KeyPtr(key, EVP_PKEY_free); }
 
-// The text of a file, at most 64 KiB (a PEM key is a few hundred bytes).
-bool read_small_file(const std::filesystem::path& path, std::string* text, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path.string() + ": cannot be read";
+// A key file through the one door (trusted_file.hpp): a regular file of at most 64 KiB owned by this user or
+// root, not writable by others; a private key not readable by them either. A PEM key is a few hundred bytes.
+bool read_key_file(const std::filesystem::path& path, bool secret, std::string* text, std::string* error) {
+  TrustRule rule;
+  rule.secret = secret;
+  TrustedRead read = read_trusted_file(path, rule);
+  if (!read.bytes) {
+    *error = path.string() + ": " + read.reason;
     return false;
   }
-  std::ostringstream out;
-  out << in.rdbuf();
-  *text = out.str();
-  if (text->size() > (64u << 10)) {
-    *error = path.string() + ": too large for a key file";
-    return false;
-  }
+  *text = std::move(*read.bytes);
   return true;
 }
 
@@ -76,7 +73,7 @@ std::string key_id(const PublicKeyBytes& key) {
 
 std::optional<PublicKey> PublicKey::load(const std::filesystem::path& pem, std::string* error) {
   std::string text;
-  if (!read_small_file(pem, &text, error)) return std::nullopt;
+  if (!read_key_file(pem, false, &text, error)) return std::nullopt;
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())),
                                                 BIO_free);
   KeyPtr key = own(bio != nullptr ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr);
@@ -113,7 +110,7 @@ std::string PublicKey::pem() const { return to_pem(key_.get(), false); }
 
 std::optional<SigningKey> SigningKey::load(const std::filesystem::path& pem, std::string* error) {
   std::string text;
-  if (!read_small_file(pem, &text, error)) return std::nullopt;
+  if (!read_key_file(pem, true, &text, error)) return std::nullopt;
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())),
                                                 BIO_free);
   // No password callback: an encrypted key fails instead of prompting on the terminal.

@@ -180,6 +180,10 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
 }
 
 std::optional<std::string> setting_problem(std::string_view name, std::string_view value) {
+  // A value is one line of tropical.conf: a line break in it would set another key (remote_unsigned = 1).
+  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::any_of(value.begin(), value.end(), control))
+    return "control characters are not allowed in a value";
   if (name == "TROPICAL_REMOTE_CACHE") {
     std::string error;
     if (!value.empty() && !parse_redis_url(value, &error)) return "not a Redis URL (" + error + ")";
@@ -198,6 +202,9 @@ std::optional<std::string> setting_problem(std::string_view name, std::string_vi
   if (is_key_path_setting(name)) {
     if (const auto relative = relative_items(value); !relative.empty())
       return "'" + relative.front() + "' is not an absolute path";
+    if (value.find("/../") != std::string_view::npos || value.ends_with("/..") ||
+        value.find("/..:") != std::string_view::npos)
+      return "a key file path names the file itself, without '..'";
     return std::nullopt;
   }
   return "not a remote setting";

@@ -1,10 +1,15 @@
 #include "tropical/jit/storage/remote/key_files.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 
 #include "redis_server.hpp"
 #include "tropical/jit/storage/remote/ed25519.hpp"
@@ -107,6 +112,69 @@ TEST(KeyFiles, trusted_list_keeps_good_keys_and_reports_bad_ones) {
   EXPECT_EQ(keys.size(), 2u);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("nope.pem"), std::string::npos);
+}
+
+// Issue 27, items 1-3: key files come in through the one door (trusted_file.hpp).
+
+TEST(KeyFiles, fifo_at_a_key_path_is_refused_at_once) {
+  TempDir tmp;
+  const auto fifo = tmp.path() / "trusted.pub.pem";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  std::string error;
+  auto loading = std::async(std::launch::async, [&] { return PublicKey::load(fifo, &error).has_value(); });
+  const bool returned = loading.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!returned) {  // release the blocked reader so that the test fails instead of hanging
+    const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (writer >= 0) close(writer);
+  }
+  EXPECT_TRUE(returned) << "PublicKey::load blocked on a FIFO";
+  EXPECT_FALSE(loading.get());
+  EXPECT_NE(error.find("FIFO"), std::string::npos) << error;
+  EXPECT_NE(error.find(fifo.string()), std::string::npos) << error;
+}
+
+TEST(KeyFiles, large_key_file_is_refused_before_it_is_read) {
+  TempDir tmp;
+  const auto big = tmp.path() / "big.pub.pem";
+  { std::ofstream(big) << "-----BEGIN PUBLIC KEY-----\n"; }
+  ASSERT_EQ(truncate(big.c_str(), 256 << 20), 0);  // sparse: costs no disk
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  std::string error;
+  EXPECT_FALSE(PublicKey::load(big, &error));  // (/dev/zero is trusted_file_test's: a regression would eat memory)
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 16 << 10) << "KiB of peak RSS grown: the file was read";
+}
+
+TEST(KeyFiles, key_files_others_can_write_are_refused) {
+  TempDir tmp;
+  std::string error;
+  const auto files = write_key_pair(tmp.path() / "keys", &error);
+  ASSERT_TRUE(files) << error;
+  ASSERT_EQ(chmod(files->public_key.c_str(), 0666), 0);
+  EXPECT_FALSE(PublicKey::load(files->public_key, &error));
+  EXPECT_NE(error.find("writable by others"), std::string::npos) << error;
+  ASSERT_EQ(chmod(files->public_key.c_str(), 0664), 0);
+  EXPECT_FALSE(PublicKey::load(files->public_key, &error));
+  ASSERT_EQ(chmod(files->public_key.c_str(), 0444), 0);
+  EXPECT_TRUE(PublicKey::load(files->public_key, &error)) << error;
+  // A link planted under the configured name is not followed.
+  std::filesystem::create_symlink(files->public_key, tmp.path() / "link.pub.pem");
+  EXPECT_FALSE(PublicKey::load(tmp.path() / "link.pub.pem", &error));
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+}
+
+TEST(KeyFiles, private_key_others_can_read_is_refused_as_ssh_does) {
+  TempDir tmp;
+  std::string error;
+  const auto files = write_key_pair(tmp.path() / "keys", &error);
+  ASSERT_TRUE(files) << error;
+  ASSERT_EQ(chmod(files->private_key.c_str(), 0644), 0);
+  EXPECT_FALSE(SigningKey::load(files->private_key, &error));
+  EXPECT_NE(error.find("chmod 600"), std::string::npos) << error;
+  ASSERT_EQ(chmod(files->private_key.c_str(), 0400), 0);
+  EXPECT_TRUE(SigningKey::load(files->private_key, &error)) << error;
 }
 
 }  // namespace

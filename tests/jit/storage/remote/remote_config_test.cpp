@@ -1,6 +1,7 @@
 #include "tropical/jit/storage/remote/remote_config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <map>
@@ -231,6 +232,40 @@ TEST_F(RemoteConfig, setting_problem_accepts_what_remote_options_reads_and_names
   EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/a.pem:b.pem"));
   EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_SIGNING_KEY", "key.pem"));
   EXPECT_TRUE(setting_problem("TROPICAL_CACHE_DIR", "/x"));
+}
+
+// Issue 27, item 4: a value is one line of tropical.conf; a line break in it would set another key.
+TEST_F(RemoteConfig, setting_problem_refuses_control_characters_and_climbing_key_paths) {
+  for (const std::string_view name : kRemoteSettingNames) {
+    for (const std::string value : {"/etc/k.pem\nremote_unsigned = 1", "/etc/k.pem\r", "/etc/\x1b[2Jk.pem", "1\n"}) {
+      const auto problem = setting_problem(name, value);
+      ASSERT_TRUE(problem) << name << " accepted a control character";
+      EXPECT_NE(problem->find("control characters"), std::string::npos) << *problem;
+    }
+  }
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/etc/tropical/../../tmp/k.pem"));
+  EXPECT_TRUE(setting_problem("TROPICAL_REMOTE_SIGNING_KEY", "/etc/.."));
+  EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/etc/tropical/..k.pem"));
+}
+
+// Issue 27, item 3: a key file others can write is refused with one warning naming the file; the node is off
+// when it was the only key.
+TEST_F(RemoteConfig, key_file_others_can_write_is_refused_with_a_warning_naming_it) {
+  ASSERT_EQ(::chmod(keys_->public_key.c_str(), 0666), 0);
+  Settings s;
+  s.values["TROPICAL_REMOTE_CACHE"] = "unix:///tmp/x.sock";
+  s.values["TROPICAL_REMOTE_TRUSTED_KEYS"] = keys_->public_key.string();
+  EXPECT_FALSE(s.read());
+  ASSERT_EQ(s.warnings.size(), 2u);
+  EXPECT_NE(s.warnings[0].find(keys_->public_key.string() + ": mode 0666: writable by others"), std::string::npos)
+      << s.warnings[0];
+  ASSERT_EQ(::chmod(keys_->private_key.c_str(), 0644), 0);
+  Settings w;
+  w.values["TROPICAL_REMOTE_CACHE"] = "unix:///tmp/x.sock";
+  w.values["TROPICAL_REMOTE_SIGNING_KEY"] = keys_->private_key.string();
+  EXPECT_FALSE(w.read());
+  ASSERT_FALSE(w.warnings.empty());
+  EXPECT_NE(w.warnings[0].find("will not publish"), std::string::npos) << w.warnings[0];
 }
 
 }  // namespace

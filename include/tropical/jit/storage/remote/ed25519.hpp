@@ -25,8 +25,10 @@ std::string key_id(const PublicKeyBytes& key);
 /// An ed25519 public key that verifies signatures. Immutable; thread-safe.
 class PublicKey {
  public:
-  /// The key of a PEM "PUBLIC KEY" file (as `openssl pkey -pubout` and write_key_pair write it);
-  /// nullopt with *error set if the file cannot be read or holds anything else. Never throws.
+  /// The key of a PEM "PUBLIC KEY" file (as `openssl pkey -pubout` and write_key_pair write it), read through
+  /// read_trusted_file (a regular file, not a link, owned by this user or root, not writable by group or
+  /// others, at most 64 KiB); nullopt with *error set (naming the file and why) otherwise. Never blocks, never
+  /// throws.
   static std::optional<PublicKey> load(const std::filesystem::path& pem, std::string* error);
   /// The key with these raw bytes; nullopt if OpenSSL refuses them.
   static std::optional<PublicKey> from_raw(const PublicKeyBytes& raw);
@@ -50,7 +52,8 @@ class PublicKey {
 class SigningKey {
  public:
   /// The key of a PEM "PRIVATE KEY" file (PKCS#8, as `openssl genpkey -algorithm ed25519` and
-  /// write_key_pair write it); nullopt with *error set for anything else. Never throws.
+  /// write_key_pair write it), read as PublicKey::load reads and refused, as ssh refuses one, if the group or
+  /// others have any access to it (mode 0600 or 0400); nullopt with *error set for anything else. Never throws.
   static std::optional<SigningKey> load(const std::filesystem::path& pem, std::string* error);
   /// A fresh key from OpenSSL's random generator; nullopt if OpenSSL fails.
   static std::optional<SigningKey> generate();

@@ -73,9 +73,9 @@ std::string config_key_of(std::string_view name);
 std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint32_t format,
                                             const WarningSink& warn, const SettingOrigin& origin = {});
 
-/// Why value is not a valid value of the remote setting name (a Redis URL; a duration within the setting's
-/// bounds; 1/true/yes/on/0/false/no/off; absolute key file paths), or nullopt if it is valid; for
-/// `tropical config`, which stores only valid values. Reads no key file.
+/// Why value is not a valid value of the remote setting name (never a control character; a Redis URL; a
+/// duration within the setting's bounds; 1/true/yes/on/0/false/no/off; absolute key file paths without '..'),
+/// or nullopt if it is valid; for `tropical config`, which stores only valid values. Reads no key file.
 std::optional<std::string> setting_problem(std::string_view name, std::string_view value);
 
 /// Settings read through one lookup, and where each came from.
