@@ -112,28 +112,6 @@ const KernelSet<T>& kernels_for(const Product<T>& p) {
   return v;
 }
 
-/// After an argmax tile over packed k [pc, pc + kc): each element whose winner
-/// moved into this block holds the first k of its group; find the exact k (the
-/// first product of the group equal to the element).
-template <class S, class T>
-void resolve_groups(const T* a, const T* b, int mr, int nr, int rows, int cols, std::int64_t pc, std::int64_t kc,
-                    int group, const T* c, std::int64_t ldc, std::int32_t* idx, std::int64_t ldidx) {
-  for (int r = 0; r < rows; ++r) {
-    for (int col = 0; col < cols; ++col) {
-      std::int32_t& best = idx[r * ldidx + col];
-      if (best < pc) continue;
-      const T acc = c[r * ldc + col];
-      const std::int64_t end = best + group < pc + kc ? best + group : pc + kc;
-      for (std::int64_t q = best; q < end; ++q) {
-        if (reference::mul<S, T>(a[(q - pc) * mr + r], b[(q - pc) * nr + col]) == acc) {
-          best = static_cast<std::int32_t>(q);
-          break;
-        }
-      }
-    }
-  }
-}
-
 /// C = alpha (x) acc (+) beta (x) C as the reference writes it.
 template <class S, class T>
 T epilogue(const Product<T>& p, T acc, T old) {
@@ -150,11 +128,9 @@ void run_product(const Product<T>& p, int threads) {
   const bool with_epilogue = p.scale || p.read_c;
   const int mr = with_argmax ? ks.mra : ks.mr, nr = with_argmax ? ks.nra : ks.nr;
   const TileFn<T> kernel = with_argmax ? ks.argmax : ks.gemm;
-  const int group = with_argmax ? ks.group : 1;
-  // KC: the B sliver (KC x nr) in about half of L1; a multiple of the argmax group.
-  std::int64_t kc_max = (24 * 1024) / (static_cast<std::int64_t>(nr) * static_cast<std::int64_t>(sizeof(T)));
+  // KC: the B sliver (KC x nr) in about half of L1.
+  std::int64_t kc_max = ((with_argmax ? 48 : 24) * 1024) / (static_cast<std::int64_t>(nr) * static_cast<std::int64_t>(sizeof(T)));
   kc_max = kc_max < 64 ? 64 : (kc_max > 1024 ? 1024 : kc_max);
-  kc_max = kc_max / group * group;
   const std::int64_t mc = mr * (96 / mr > 0 ? 96 / mr : 1);
   std::int64_t nb = nr * (512 / nr > 0 ? 512 / nr : 1);
   const std::int64_t tiles_m = (p.m + mc - 1) / mc;
@@ -232,9 +208,6 @@ void run_product(const Product<T>& p, int threads) {
             }
           }
           kernel(t);
-          if (with_argmax && group > 1) {
-            resolve_groups<S, T>(as, bs, mr, nr, vr, vc, pc, kc, group, t.c, t.ldc, t.idx, t.ldidx);
-          }
           if (!direct) {
             for (int r = 0; r < vr; ++r) {
               for (int col = 0; col < vc; ++col) {

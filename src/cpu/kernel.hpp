@@ -19,7 +19,7 @@ struct TileArgs {
   const T* b;
   T* c;
   std::int64_t ldc;
-  std::int32_t* idx;   // argmax kernels: the winning k (see KernelSet::group)
+  std::int32_t* idx;   // argmax kernels: the winning k
   std::int64_t ldidx;
   std::int64_t k0;     // the global k of packed column 0
   bool load;           // continue from c (and idx); else start from the zero (and -1)
@@ -28,18 +28,14 @@ struct TileArgs {
 template <class T>
 using TileFn = void (*)(const TileArgs<T>&);
 
-/// The kernels of one (semiring, element) pair on one instruction set.
-/// An argmax kernel with group > 1 records, for each element that improved, the
-/// first k of the group of `group` consecutive k (within the call's kc) where it
-/// did; the driver then finds the exact k in that group (the first product equal
-/// to the element), which keeps the kernel at nearly the plain kernel's speed.
+/// The kernels of one (semiring, element) pair on one instruction set: the
+/// plain product's tile (mr x nr) and the argmax's (mra x nra), null where none.
 template <class T>
 struct KernelSet {
   int mr = 0, nr = 0;
   TileFn<T> gemm = nullptr;
   int mra = 0, nra = 0;
   TileFn<T> argmax = nullptr;
-  int group = 1;
 };
 
 /// The vector kernels of (S, T) for the chosen instruction set (null members where none).
@@ -105,7 +101,7 @@ template <class S, class T>
 const KernelSet<T>& scalar_kernels() {
   constexpr int kMr = 4, kNr = 8;
   static const KernelSet<T> set{kMr, kNr, &scalar_gemm_tile<S, T, kMr, kNr>,
-                                kMr, kNr, &scalar_argmax_tile<S, T, kMr, kNr>, 1};
+                                kMr, kNr, &scalar_argmax_tile<S, T, kMr, kNr>};
   return set;
 }
 

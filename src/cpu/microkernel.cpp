@@ -35,9 +35,10 @@ constexpr int kRows = 12, kVecs = 2, kArgRows = 4, kArgVecs = 2;
 #elif HWY_TARGET == HWY_SCALAR
 constexpr int kRows = 4, kVecs = 4, kArgRows = 4, kArgVecs = 2;
 #else
-constexpr int kRows = 6, kVecs = 2, kArgRows = 4, kArgVecs = 1;
+constexpr int kRows = 6, kVecs = 2, kArgRows = 3, kArgVecs = 2;
 #endif
-constexpr int kGroup = 4;
+// Group of k per argmax comparison: measured best (f32, 512^3) at 2 on AVX-512, 4 on AVX2.
+constexpr int kGroup = HWY_TARGET == HWY_AVX3 ? 2 : 4;
 
 // On x86, Max(p, acc) and Min(p, acc) return acc when p is NaN (maxps/minps
 // return their second operand when unordered; Highway's scalar target ignores
@@ -118,25 +119,40 @@ void GemmTile(const TileArgs<T>& t) {
   }
 }
 
-/// The argmax tile (KernelSet::group): a plain max over each group of kGroup
-/// k, then one comparison with the values before the group and one select of
-/// the group's first k where an element improved.
+/// v * C for a small constant C, by shifts and adds (x86 has no 64-bit
+/// vector multiply below AVX-512DQ).
+template <std::int64_t C, class V>
+HWY_INLINE V times(V v) {
+  V sum = hn::Zero(hn::DFromV<V>());
+  for (int bit = 0; (C >> bit) != 0; ++bit) {
+    if ((C >> bit) & 1) sum = hn::Add(sum, hn::ShiftLeftSame(v, bit));
+  }
+  return sum;
+}
+
+/// The argmax tile. Over each group of kGroup k it runs the plain max, then
+/// compares once with the values before the group and records, where an
+/// element improved (strictly: ties keep the smaller k, NaN never improves),
+/// the group's position in the block plus one (0: no improvement in this
+/// block). At the end of the block those elements find their exact k: the
+/// first product of their group equal to the element, gathered from the
+/// packed slivers; the others keep the k they had. A vector none of whose
+/// lanes improved in this block skips that step.
 template <class S, class T, int MR, int NV>
 void ArgmaxTile(const TileArgs<T>& t) {
   using TI = hwy::MakeSigned<T>;
+  using O = Ops<S, hn::ScalableTag<T>>;
   const hn::ScalableTag<T> d;
   const hn::Rebind<TI, decltype(d)> di;
   const size_t lanes = hn::Lanes(d);
-  const std::int64_t nr = NV * static_cast<std::int64_t>(lanes);
+  constexpr std::int64_t kNr = NV * static_cast<std::int64_t>(hn::MaxLanes(hn::ScalableTag<T>()));
   hn::Vec<decltype(d)> acc[MR][NV];
-  hn::Vec<decltype(di)> best[MR][NV];
-  alignas(64) TI wide[HWY_MAX_BYTES / sizeof(TI)];
+  hn::Vec<decltype(di)> moved[MR][NV];
   const auto zero = hn::Set(d, reference::zero<S, T>());
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
       acc[r][v] = t.load ? hn::LoadU(d, t.c + r * t.ldc + v * lanes) : zero;
-      for (size_t l = 0; l < lanes; ++l) wide[l] = t.load ? t.idx[r * t.ldidx + v * lanes + l] : -1;
-      best[r][v] = hn::Load(di, wide);
+      moved[r][v] = hn::Zero(di);
     }
   }
   const T* a = t.a;
@@ -147,23 +163,50 @@ void ArgmaxTile(const TileArgs<T>& t) {
       for (int v = 0; v < NV; ++v) before[r][v] = acc[r][v];
     }
     if (t.kc - p >= kGroup) {
-      for (int q = 0; q < kGroup; ++q, a += MR, b += nr) step<S, decltype(d), MR, NV>(d, a, b, acc);
+      for (int q = 0; q < kGroup; ++q, a += MR, b += kNr) step<S, decltype(d), MR, NV>(d, a, b, acc);
     } else {
-      for (std::int64_t q = p; q < t.kc; ++q, a += MR, b += nr) step<S, decltype(d), MR, NV>(d, a, b, acc);
+      for (std::int64_t q = p; q < t.kc; ++q, a += MR, b += kNr) step<S, decltype(d), MR, NV>(d, a, b, acc);
     }
-    const auto k = hn::Set(di, static_cast<TI>(t.k0 + p));
+    const auto k1 = hn::Set(di, static_cast<TI>(p + 1));
     for (int r = 0; r < MR; ++r) {
       for (int v = 0; v < NV; ++v) {
-        const auto moved = hn::RebindMask(di, Ops<S, decltype(d)>::improved(acc[r][v], before[r][v]));
-        best[r][v] = hn::IfThenElse(moved, k, best[r][v]);
+        const auto better = hn::RebindMask(di, O::improved(acc[r][v], before[r][v]));
+#if HWY_TARGET == HWY_AVX3
+        moved[r][v] = hn::IfThenElse(better, k1, moved[r][v]);  // one masked move
+#else
+        moved[r][v] = hn::Max(moved[r][v], hn::IfThenElseZero(better, k1));  // and + max: blendv is 3 uops
+#endif
       }
     }
   }
+  alignas(64) TI wide[HWY_MAX_BYTES / sizeof(TI)];
+  const auto k0 = hn::Set(di, static_cast<TI>(t.k0));
+  const auto kc = hn::Set(di, static_cast<TI>(t.kc));
+  const auto none = hn::Zero(di);
+  const auto columns = hn::Iota(di, 0);
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
+      std::int32_t* idx = t.idx + r * t.ldidx + v * lanes;
+      for (size_t l = 0; l < lanes; ++l) wide[l] = t.load ? idx[l] : -1;
+      auto found = hn::Load(di, wide);
+      auto pending = hn::Gt(moved[r][v], none);
+      if (!hn::AllFalse(di, pending)) {
+        const auto start = hn::IfThenElseZero(pending, hn::Sub(moved[r][v], hn::Set(di, TI{1})));
+        for (int q = 0; q < kGroup; ++q) {
+          const auto kq = hn::Add(start, hn::Set(di, static_cast<TI>(q)));
+          const auto valid = hn::And(pending, hn::Lt(kq, kc));
+          if (hn::AllFalse(di, valid)) break;
+          const auto safe = hn::IfThenElseZero(valid, kq);
+          const auto av = hn::GatherIndex(d, t.a + r, times<MR>(safe));
+          const auto bv = hn::GatherIndex(d, t.b + v * lanes, hn::Add(times<kNr>(safe), columns));
+          const auto equal = hn::And(valid, hn::RebindMask(di, hn::Eq(O::product(av, bv), acc[r][v])));
+          found = hn::IfThenElse(equal, hn::Add(kq, k0), found);
+          pending = hn::AndNot(equal, pending);
+        }
+      }
       hn::StoreU(acc[r][v], d, t.c + r * t.ldc + v * lanes);
-      hn::Store(best[r][v], di, wide);
-      for (size_t l = 0; l < lanes; ++l) t.idx[r * t.ldidx + v * lanes + l] = static_cast<std::int32_t>(wide[l]);
+      hn::Store(found, di, wide);
+      for (size_t l = 0; l < lanes; ++l) idx[l] = static_cast<std::int32_t>(wide[l]);
     }
   }
 }
@@ -179,7 +222,6 @@ void Fill(KernelSet<T>* out) {
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
     out->argmax = &ArgmaxTile<S, T, kArgRows, kArgVecs>;
-    out->group = kGroup;
   }
 }
 
