@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "guard.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/nvrtc.hpp"
 #include "tropical/tropical.hpp"
@@ -510,37 +511,37 @@ void register_pair() {
   const std::vector<std::int64_t> sizes =
       std::is_same_v<T, std::int64_t> ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{4096, 8192};
   for (const std::int64_t n : sizes) {
-    benchmark::RegisterBenchmark(("gemm/" + suffix + "/" + std::to_string(n)).c_str(),
+    bench::register_guarded(("gemm/" + suffix + "/" + std::to_string(n)).c_str(),
                                  [n](benchmark::State& s) { run_gemm<S, T>(s, n, false); })
         ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
   for (const std::int64_t n : sizes) {
-    benchmark::RegisterBenchmark(("gemm_argmax/" + suffix + "/" + std::to_string(n)).c_str(),
+    bench::register_guarded(("gemm_argmax/" + suffix + "/" + std::to_string(n)).c_str(),
                                  [n](benchmark::State& s) { run_gemm<S, T>(s, n, true); })
         ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
   if constexpr (std::is_same_v<T, std::int32_t>) {
     // Integer data where no product can overflow: the kernels' fast path.
     for (const bool argmax : {false, true}) {
-      benchmark::RegisterBenchmark(((argmax ? "gemm_argmax/" : "gemm/") + suffix + "/8192/small").c_str(),
+      bench::register_guarded(((argmax ? "gemm_argmax/" : "gemm/") + suffix + "/8192/small").c_str(),
                                    [argmax](benchmark::State& s) { run_gemm<S, T>(s, 8192, argmax, true); })
           ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
     }
   }
-  benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/4096x64").c_str(),
+  bench::register_guarded(("gemm_batched/" + suffix + "/4096x64").c_str(),
                                [](benchmark::State& s) { run_batched<S, T>(s, 4096, 64); })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark(("gemm_batched_argmax/" + suffix + "/4096x64").c_str(),
+  bench::register_guarded(("gemm_batched_argmax/" + suffix + "/4096x64").c_str(),
                                [](benchmark::State& s) { run_batched<S, T>(s, 4096, 64, true); })
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   if constexpr (std::is_same_v<T, float>) {
-    benchmark::RegisterBenchmark(("gemm_batched/" + suffix + "/8x2048").c_str(),
+    bench::register_guarded(("gemm_batched/" + suffix + "/8x2048").c_str(),
                                  [](benchmark::State& s) { run_batched<S, T>(s, 8, 2048); })
         ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
   if constexpr (kInCatalog<S, T, Op::kBackwardA>) {
     for (const bool wrt_a : {true, false}) {
-      benchmark::RegisterBenchmark(((wrt_a ? "backward_a/" : "backward_b/") + suffix + "/8192").c_str(),
+      bench::register_guarded(((wrt_a ? "backward_a/" : "backward_b/") + suffix + "/8192").c_str(),
                                    [wrt_a](benchmark::State& s) { run_backward<S, T>(s, 8192, wrt_a); })
           ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
     }
@@ -549,7 +550,7 @@ void register_pair() {
 
 template <class F>
 void add_row(const std::string& name, F f) {
-  benchmark::RegisterBenchmark(name.c_str(), f)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  bench::register_guarded(name.c_str(), f)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 }
 
 /// The rows of issue 13 (tensor networks): small batches with their bound,
@@ -606,7 +607,7 @@ void register_semiring() {
 void register_all() {
   for (const auto& kernel : kCeilings) {
     const std::string type = kernel.type;
-    benchmark::RegisterBenchmark((std::string("ceiling/") + kernel.name).c_str(), [&kernel, type](benchmark::State& s) {
+    bench::register_guarded((std::string("ceiling/") + kernel.name).c_str(), [&kernel, type](benchmark::State& s) {
       if (!need_gpu(s)) return;
       if (type == "float") run_ceiling<float>(s, kernel);
       else if (type == "double") run_ceiling<double>(s, kernel);
@@ -616,7 +617,7 @@ void register_all() {
       else run_ceiling<long long>(s, kernel);
     })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("ceiling/memory_copy", run_bandwidth)
+  bench::register_guarded("ceiling/memory_copy", run_bandwidth)
       ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   register_semiring<MaxPlus>();
   register_semiring<MinPlus>();

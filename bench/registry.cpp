@@ -1,26 +1,28 @@
 // Registry benchmarks: the hot lookup, warm first use from the disk cache and from a read-only layer,
 // and the read+verify part of a disk hit (CPU only).
 //
-// GPU rows skip themselves (SkipWithError) where no device is present.
+// GPU rows skip themselves (SkipWithError) where no device is present; an exception out of a row
+// skips it too (bench/guard.hpp), so the binary never aborts.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "guard.hpp"
 #include "tropical/catalog_sources.hpp"
+#include "tropical/gemm.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
 #include "tropical/jit/storage/checksum.hpp"
 #include "tropical/jit/storage/sha256.hpp"
 #include "tropical/jit/storage/tiers.hpp"
-#include "tropical/gemm.hpp"
-#include "tropical/internal/registry.hpp"
 
 namespace {
 
@@ -58,7 +60,7 @@ void BM_hot_lookup(benchmark::State& state) {
     benchmark::DoNotOptimize(registry->function(kKernel, 0));
   }
 }
-BENCHMARK(BM_hot_lookup)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(bench::guarded<BM_hot_lookup>)->Name("BM_hot_lookup")->ThreadRange(1, 16)->UseRealTime();
 
 // The same through the public API's process-wide registry (adds its guard load).
 void BM_hot_lookup_global_registry(benchmark::State& state) {
@@ -71,7 +73,10 @@ void BM_hot_lookup_global_registry(benchmark::State& state) {
     benchmark::DoNotOptimize(registry().function(kKernel, 0));
   }
 }
-BENCHMARK(BM_hot_lookup_global_registry)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(bench::guarded<BM_hot_lookup_global_registry>)
+    ->Name("BM_hot_lookup_global_registry")
+    ->ThreadRange(1, 16)
+    ->UseRealTime();
 
 // The lookup the products make (kernel() with a request) after the tiered
 // first use has swapped the tuned kernel in: the same one acquire load.
@@ -94,7 +99,10 @@ void BM_hot_lookup_after_swap(benchmark::State& state) {
   }
   state.counters["tuned"] = registry().kernel(id, 0, request).tier == jit::Tier::kTuned;
 }
-BENCHMARK(BM_hot_lookup_after_swap)->ThreadRange(1, 16)->UseRealTime();
+BENCHMARK(bench::guarded<BM_hot_lookup_after_swap>)
+    ->Name("BM_hot_lookup_after_swap")
+    ->ThreadRange(1, 16)
+    ->UseRealTime();
 
 /// One float on GPU 0 for the per-call benchmarks.
 CUdeviceptr device_float() {
@@ -125,37 +133,56 @@ void BM_gemm_call(benchmark::State& state) {
   }
   jit::driver::check(jit::driver::api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
-BENCHMARK(BM_gemm_call)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_gemm_call>)->Name("BM_gemm_call")->Unit(benchmark::kMicrosecond);
 
 // The same launch with the driver alone, for the ratio: cuLaunchKernel of the
-// already-resolved function in a current context.
+// already-resolved function that gemm<MaxPlus, float>(1, 1, 1) runs (the
+// smallest batched tile, a batch of one) in a current context. Its argument
+// list is made here by hand, so it is checked against the fragment's
+// parameters first, with or without a GPU (CI runs this row without one).
 void BM_bare_launch(benchmark::State& state) {
+  const auto id =
+      static_cast<std::uint32_t>(catalog::pick_product(kernel_id<MaxPlus, float, Op::kGemm>(), 1, 1));
+  const void* pa = nullptr;
+  const void* pb = nullptr;
+  void* pc = nullptr;
+  long long one = 1, zero = 0;
+  int no = 0, flags = 0;
+  float unused = 0;
+  // templates/gemm_batched.cu.j2: a, b, c, m, n, k, lda, ldb, ldc, trans_a, trans_b, stride_a, stride_b,
+  // stride_c, batch, alpha, beta, flags.
+  bench::KernelArgs args;
+  args.add(pa).add(pb).add(pc).add(one).add(one).add(one).add(one).add(one).add(one).add(no).add(no);
+  args.add(zero).add(zero).add(zero).add(one).add(unused).add(unused).add(flags);
+  const jit::KernelSource& kernel = catalog::kKernels[id];
+  if (bench::parameter_sizes(kernel.source, kernel.name, sizeof(float)) != args.sizes) {
+    state.SkipWithError(("argument list drift: the hand-made arguments do not match " +
+                         std::string(kernel.name) + "'s parameters (templates/gemm_batched.cu.j2)")
+                            .c_str());
+    return;
+  }
   if (!jit::driver::available()) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  static const CUdeviceptr a = device_float(), b = device_float(), c = device_float();
-  const auto id = static_cast<std::uint32_t>(kernel_id<MaxPlus, float, Op::kGemm>());
+  static const CUdeviceptr da = device_float(), db = device_float(), dc = device_float();
+  pa = reinterpret_cast<const void*>(da);
+  pb = reinterpret_cast<const void*>(db);
+  pc = reinterpret_cast<void*>(dc);
   CUfunction f = registry().function(id, 0);
   const auto& launch = catalog::kInfo[id].launch;
-  long long one = 1;
-  int no = 0;
-  const void* pa = reinterpret_cast<const void*>(a);
-  const void* pb = reinterpret_cast<const void*>(b);
-  void* pc = reinterpret_cast<void*>(c);
-  void* args[] = {&pa, &pb, &pc, &one, &one, &one, &one, &one, &one, &no, &no};
   jit::driver::ScopedContext context(0);
   const auto& api = jit::driver::api();
   std::int64_t n = 0;
   for (auto _ : state) {
-    jit::driver::check(api.cuLaunchKernel(f, 1, 1, 1, launch.block_x, launch.block_y, 1, launch.smem_bytes, nullptr,
-                                          args, nullptr),
+    jit::driver::check(api.cuLaunchKernel(f, 1, 1, 1, launch.block_x, launch.block_y, 1, launch.smem_bytes,
+                                          nullptr, args.pointers.data(), nullptr),
                        "cuLaunchKernel");
     if (++n % 256 == 0) jit::driver::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
   }
   jit::driver::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
 }
-BENCHMARK(BM_bare_launch)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_bare_launch>)->Name("BM_bare_launch")->Unit(benchmark::kMicrosecond);
 
 // Warm first use: a new registry (as in a new process) whose kernel is on
 // disk: read + verify + cuModuleLoadData, context creation excluded. Target <= 1 ms.
@@ -171,7 +198,8 @@ void BM_warm_first_use_from_disk(benchmark::State& state) {
   }
   for (auto _ : state) {
     // Timed: the call to CUfunction only, as in BM_warm_first_use_from_layer (construction is startup_bench's
-    // (c1) part; the destructor's module unload, timed here before 2026-11-23's third session, is no part of it).
+    // (c1) part; the destructor's module unload, timed here before 2026-11-23's third session, is no part of
+    // it).
     state.PauseTiming();
     auto fresh = std::make_unique<jit::Registry>(catalog::kKernels, bench_cache());
     state.ResumeTiming();
@@ -182,8 +210,12 @@ void BM_warm_first_use_from_disk(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_warm_first_use_from_disk)->Arg(0)->Arg(static_cast<int>(catalog::KernelId::kGemmArgmaxMaxplusF32))
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(bench::guarded<BM_warm_first_use_from_disk>)
+    ->Name("BM_warm_first_use_from_disk")
+    ->Arg(0)
+    ->Arg(static_cast<int>(catalog::KernelId::kGemmArgmaxMaxplusF32))
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 /// A new, empty directory under the bench directory (a fresh user's primary).
 std::filesystem::path fresh_dir(const char* stem) {
@@ -223,18 +255,24 @@ void BM_warm_first_use_from_layer(benchmark::State& state) {
     benchmark::DoNotOptimize(fresh->function(id, 0));
     state.PauseTiming();
     if (fresh->stats()[id].compiles != 0) state.SkipWithError("compiled: the layer missed");
-    if (!fresh->tiers().finish_promotions() || !fresh->disk().load(fresh->cache_key(id, jit::driver::device_arch(0))))
+    if (!fresh->tiers().finish_promotions() ||
+        !fresh->disk().load(fresh->cache_key(id, jit::driver::device_arch(0))))
       state.SkipWithError("the hit was not copied into the primary");
     fresh.reset();
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_warm_first_use_from_layer)->Arg(0)->Arg(static_cast<int>(catalog::KernelId::kGemmArgmaxMaxplusF32))
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(bench::guarded<BM_warm_first_use_from_layer>)
+    ->Name("BM_warm_first_use_from_layer")
+    ->Arg(0)
+    ->Arg(static_cast<int>(catalog::KernelId::kGemmArgmaxMaxplusF32))
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // CPU part of a layer hit: a miss in an empty primary, then the layer (made on that miss) read and verified,
-// the CUBIN only, and the copy into the primary queued (its whole read is the copier's). With written=1 the timing also waits for the copy
-// (write, rename, eviction pass), which the caller of a first use does not; with 0 it is checked untimed.
+// the CUBIN only, and the copy into the primary queued (its whole read is the copier's). With written=1 the
+// timing also waits for the copy (write, rename, eviction pass), which the caller of a first use does not;
+// with 0 it is checked untimed.
 void BM_layer_hit_with_promotion(benchmark::State& state) {
   const bool written = state.range(0) != 0;
   jit::Registry fill(catalog::kKernels, bench_cache());
@@ -245,7 +283,8 @@ void BM_layer_hit_with_promotion(benchmark::State& state) {
     auto tiers = std::make_unique<jit::Tiers>(fresh_over_layer());
     state.ResumeTiming();
     bool compiled = false;
-    benchmark::DoNotOptimize(tiers->get_or_compile(key, [] { return jit::CompiledImage{}; }, &compiled));
+    benchmark::DoNotOptimize(tiers->get_or_compile(
+        key, [] { return jit::CompiledImage{}; }, &compiled));
     if (written) tiers->finish_promotions();
     state.PauseTiming();
     if (compiled) state.SkipWithError("compiled: the layer missed");
@@ -254,7 +293,12 @@ void BM_layer_hit_with_promotion(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_layer_hit_with_promotion)->ArgName("written")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_layer_hit_with_promotion>)
+    ->Name("BM_layer_hit_with_promotion")
+    ->ArgName("written")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond);
 
 // CPU part of a disk hit: read the entry and verify key and checksums. The
 // start-up path reads header + key + CUBIN only; the PTX, which the driver
@@ -281,13 +325,17 @@ void disk_read_and_verify(benchmark::State& state, jit::ImageParts parts) {
 void BM_disk_read_and_verify(benchmark::State& state) {
   disk_read_and_verify(state, jit::ImageParts::kCubin);
 }
-BENCHMARK(BM_disk_read_and_verify)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_disk_read_and_verify>)
+    ->Name("BM_disk_read_and_verify")
+    ->Unit(benchmark::kMicrosecond);
 
 // The same with the PTX (the cold fallback for a driver that refuses the CUBIN).
 void BM_disk_read_and_verify_with_ptx(benchmark::State& state) {
   disk_read_and_verify(state, jit::ImageParts::kCubinAndPtx);
 }
-BENCHMARK(BM_disk_read_and_verify_with_ptx)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_disk_read_and_verify_with_ptx>)
+    ->Name("BM_disk_read_and_verify_with_ptx")
+    ->Unit(benchmark::kMicrosecond);
 
 // Read + verify of a synthetic entry the size of the catalog's typical one
 // (77,552 bytes of CUBIN, as tropical_gemm_maxplus_f32 for sm_90, and 138 kB of
@@ -296,10 +344,12 @@ void BM_entry_read_and_verify_77kB(benchmark::State& state) {
   jit::CacheConfig config;
   config.dir = bench_cache_dir() / "synthetic";
   jit::LocalStore disk(config);
-  const jit::CacheKey key{"tropical_synthetic_f32", std::string(64, 'a'), jit::compile_options(90), 90, "bench"};
+  const jit::CacheKey key{"tropical_synthetic_f32", std::string(64, 'a'), jit::compile_options(90), 90,
+                          "bench"};
   jit::CompiledImage image;
   image.cubin.resize(77'552);
-  for (std::size_t i = 0; i < image.cubin.size(); ++i) image.cubin[i] = static_cast<std::byte>(i * 131 + (i >> 9));
+  for (std::size_t i = 0; i < image.cubin.size(); ++i)
+    image.cubin[i] = static_cast<std::byte>(i * 131 + (i >> 9));
   image.ptx.assign(138'113, 'p');
   disk.get_or_compile(key, [&] { return image; });
   for (auto _ : state) {
@@ -313,7 +363,9 @@ void BM_entry_read_and_verify_77kB(benchmark::State& state) {
   state.counters["entry_bytes"] = static_cast<double>(std::filesystem::file_size(disk.entry_path(key)));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(image.cubin.size()));
 }
-BENCHMARK(BM_entry_read_and_verify_77kB)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_entry_read_and_verify_77kB>)
+    ->Name("BM_entry_read_and_verify_77kB")
+    ->Unit(benchmark::kMicrosecond);
 
 // Its parts: the entry checksum (GMAC) and, for scale, SHA-256 over the same 77,552 bytes.
 void BM_checksum_77kB(benchmark::State& state) {
@@ -321,14 +373,14 @@ void BM_checksum_77kB(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(jit::Checksum::of(bytes));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
 }
-BENCHMARK(BM_checksum_77kB)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_checksum_77kB>)->Name("BM_checksum_77kB")->Unit(benchmark::kMicrosecond);
 
 void BM_sha256_77kB(benchmark::State& state) {
   const std::string bytes(77'552, 'c');
   for (auto _ : state) benchmark::DoNotOptimize(jit::Sha256::of(bytes));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
 }
-BENCHMARK(BM_sha256_77kB)->Unit(benchmark::kMicrosecond);
+BENCHMARK(bench::guarded<BM_sha256_77kB>)->Name("BM_sha256_77kB")->Unit(benchmark::kMicrosecond);
 
 // Cold first use without a GPU: empty disk cache, so look up, lock, compile,
 // write. Target: <= 1.2 x the bare compile below (run with CUDA_CACHE_DISABLE=1).
@@ -351,7 +403,10 @@ void BM_cold_first_use_image(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_cold_first_use_image)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(bench::guarded<BM_cold_first_use_image>)
+    ->Name("BM_cold_first_use_image")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 // For scale: one NVRTC compile of the same fragment (cold; set CUDA_CACHE_DISABLE=1).
 void BM_nvrtc_compile_one_fragment(benchmark::State& state) {
@@ -359,7 +414,10 @@ void BM_nvrtc_compile_one_fragment(benchmark::State& state) {
     benchmark::DoNotOptimize(jit::compile(catalog::kKernels[kKernel], 90));
   }
 }
-BENCHMARK(BM_nvrtc_compile_one_fragment)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(bench::guarded<BM_nvrtc_compile_one_fragment>)
+    ->Name("BM_nvrtc_compile_one_fragment")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 }  // namespace
 
