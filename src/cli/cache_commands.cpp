@@ -121,7 +121,8 @@ int cmd_warm(int argc, char** argv) {
     for (const auto id : ids) stored += entry_exists(static_cast<std::uint32_t>(id), arch);
   }
   const std::size_t wanted = report.kernels - report.errors.size();
-  // With a signing key, what was already cached is published too (what was compiled already is).
+  // With a signing key, what was already cached is compiled again and that compile published (what this run
+  // compiled already is): a producer signs only what it made.
   std::vector<std::uint32_t> all;
   if (report.ready != 0) {
     if (ids.empty()) {

@@ -5,6 +5,8 @@
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "tropical/jit/nvrtc.hpp"
+#include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/remote/key_files.hpp"
 #include "tropical/jit/storage/remote/remote_tier.hpp"
 #include "tropical/internal/registry.hpp"
@@ -27,11 +29,36 @@ jit::remote::RemoteTier* remote_tier() {
 std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch) {
   jit::remote::RemoteTier* remote = remote_tier();
   if (remote == nullptr || !remote->can_store()) return 0;
+  // A producer signs only what it compiled (issue 27): an entry found in its primary may have come from a
+  // layer, a team directory or another tool, whose trust is not the fleet's. What this run compiled the walk
+  // has published; the others are compiled again here and that compile is published, not the entry.
+  const std::vector<jit::KernelStats> compiled_here = registry().stats();
   std::size_t published = 0;
+  std::vector<std::string> differing;
   for (const std::uint32_t id : ids) {
+    if (id < compiled_here.size() && compiled_here[id].compiles != 0) continue;
     const jit::CacheKey key = registry().cache_key(id, arch);
-    const auto image = registry().disk().load(key, jit::ImageParts::kCubinAndPtx);
-    if (image && remote->store(jit::StoreKey(key), *image, jit::StoreReason::kPromoted)) ++published;
+    const jit::StoreKey store_key(key);
+    if (remote->remote().lookup(store_key.digest).outcome == jit::remote::LookupOutcome::kHit) continue;
+    const auto cached = registry().disk().load(key, jit::ImageParts::kCubin);
+    if (!cached) continue;  // not cached: it failed, and warm said so
+    jit::CompiledImage own;
+    try {
+      own = jit::compile(registry().catalog()[id], arch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tropical: %s not published: %s\n", key.kernel_name.c_str(), e.what());
+      continue;
+    }
+    if (own.cubin != cached->cubin) differing.push_back(key.kernel_name);
+    if (remote->store(store_key, own, jit::StoreReason::kCompiled)) ++published;
+  }
+  if (!differing.empty()) {
+    std::fprintf(stderr,
+                 "tropical: warning: %zu cached entr%s of %s differ%s from this producer's compile (%s%s); "
+                 "the compile was published, not the entry\n",
+                 differing.size(), differing.size() == 1 ? "y" : "ies", registry().disk().config().dir.c_str(),
+                 differing.size() == 1 ? "s" : "", jit::printable(differing.front()).c_str(),
+                 differing.size() > 1 ? ", ..." : "");
   }
   return published;
 }

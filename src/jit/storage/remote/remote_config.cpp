@@ -151,6 +151,8 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
   read_duration(get, origin, "TROPICAL_REMOTE_TTL", &options.ttl, warn);
   read_duration(get, origin, "TROPICAL_REMOTE_LEASE", &options.lease, warn);
   read_duration(get, origin, "TROPICAL_REMOTE_WAIT", &options.wait, warn);
+  // Per process, not per kernel: a fleet whose leases never end in entries costs a run this much in all.
+  options.wait_total = 3 * options.wait;
 
   if (const auto value = get("TROPICAL_REMOTE_UNSIGNED")) options.allow_unsigned = truthy(*value);
   if (const auto path = get("TROPICAL_REMOTE_SIGNING_KEY"); path && !path->empty()) {

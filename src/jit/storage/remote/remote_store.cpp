@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "tropical/jit/storage/log.hpp"
+
 namespace tropical::jit::remote {
 namespace {
 
@@ -20,6 +22,15 @@ constexpr milliseconds kMaxPoll{250};
 // delete that node's lease.
 constexpr std::string_view kReleaseScript =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+// SET NX PX in one call, and a lease that cannot be ours to wait for (no TTL, as anyone who can write the
+// Redis may leave, or a TTL above the lease: it would stall producers for its lifetime) is treated as absent
+// and replaced. 1: taken, 2: taken over such a lease, 0: held by another node.
+constexpr std::string_view kLeaseScript =
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
+    "local ttl = redis.call('pttl', KEYS[1]) "
+    "if ttl == -1 or ttl > tonumber(ARGV[2]) then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 2 end "
+    "return 0";
 
 bool valid_digest(std::string_view hex) {
   return !hex.empty() && hex.size() <= 128 &&
@@ -50,7 +61,7 @@ struct RemoteStore::Counters {
   std::atomic<std::uint64_t> hits{0}, misses{0}, refused_unsigned{0}, refused_untrusted{0}, refused_bad_signature{0},
       refused_garbage{0}, errors{0}, skipped{0}, published{0}, bytes_read{0}, bytes_written{0}, round_trips{0},
       round_trip_ns{0}, max_round_trip_ns{0}, verify_ns{0}, leases{0}, lease_waits{0}, lease_wait_ns{0},
-      lease_timeouts{0};
+      lease_timeouts{0}, leases_replaced{0};
 };
 
 std::string_view to_string(LookupOutcome outcome) noexcept {
@@ -144,7 +155,7 @@ LookupResult RemoteStore::get_value(const std::string& key) {
       break;
     case RedisReply::Type::kError:
       warn_once("error reply", "tropical: warning: remote cache " + options_.client.endpoint.url() +
-                                   " answered an error (" + got.reply.text + "); treated as a miss\n");
+                                   " answered an error (" + printable(got.reply.text) + "); treated as a miss\n");
       result.outcome = LookupOutcome::kError;
       break;
     default:
@@ -224,12 +235,37 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
   if (!valid_digest(digest_hex)) return lease;
   std::string key = lock_key(digest_hex);
   std::string token = random_token();
-  const CallResult got = call({"SET", key, token, "NX", "PX", std::to_string(options_.lease.count())});
+  const std::string px = std::to_string(options_.lease.count());
+  bool taken = false;
+  CallResult got;
+  if (scripted_lease_.load(std::memory_order_relaxed)) {
+    got = call({"EVAL", kLeaseScript, "1", key, token, px});
+    // A server (or proxy) that runs no scripts: plain SET NX, without the check of the lease's TTL.
+    if (got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kError) {
+      scripted_lease_.store(false, std::memory_order_relaxed);
+      counters_->errors.fetch_sub(1, std::memory_order_relaxed);
+      warn_once("lease script", "tropical: warning: remote cache " + options_.client.endpoint.url() +
+                                    " runs no scripts (" + printable(got.reply.text) +
+                                    "); leases without a TTL are not detected\n");
+    } else if (got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger) {
+      taken = got.reply.integer != 0;
+      if (got.reply.integer == 2) {
+        add(counters_->leases_replaced);
+        warn_once("stale lease", "tropical: warning: remote cache " + options_.client.endpoint.url() +
+                                     ": a lease without a TTL (or longer than " + px + " ms) on " + key +
+                                     " was ignored and replaced\n");
+      }
+    }
+  }
+  if (!scripted_lease_.load(std::memory_order_relaxed)) {
+    got = call({"SET", key, token, "NX", "PX", px});
+    taken = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kStatus;
+  }
   if (got.status != CallStatus::kOk || got.reply.type == RedisReply::Type::kError) {
     if (failed != nullptr) *failed = true;
     return lease;
   }
-  if (got.reply.type == RedisReply::Type::kStatus) {
+  if (taken) {
     lease.store_ = this;
     lease.lock_key_ = std::move(key);
     lease.token_ = std::move(token);
@@ -249,15 +285,19 @@ void RemoteStore::release(const std::string& lock_key, const std::string& token)
 FleetFlight RemoteStore::begin(std::string_view digest_hex) {
   FleetFlight flight;
   const auto start = Clock::now();
-  const auto deadline = start + options_.wait;
+  // What is left of this store's total wait bounds this flight's (a fleet whose leases never end in entries
+  // costs the process wait_total in all, not wait per kernel).
+  const auto left = options_.wait_total - nanoseconds(waited_ns_.load(std::memory_order_relaxed));
+  const auto deadline = start + std::clamp<Clock::duration>(left, Clock::duration::zero(), options_.wait);
   auto delay = std::max(options_.poll, milliseconds(1));
   std::minstd_rand jitter(static_cast<unsigned>(start.time_since_epoch().count()));
   bool waited = false;
   const auto finish = [&](FleetFlight::Role role) {
     flight.role = role;
     if (waited) {
-      add(counters_->lease_wait_ns,
-          static_cast<std::uint64_t>(duration_cast<nanoseconds>(Clock::now() - start).count()));
+      const auto ns = duration_cast<nanoseconds>(Clock::now() - start).count();
+      add(counters_->lease_wait_ns, static_cast<std::uint64_t>(ns));
+      waited_ns_.fetch_add(ns, std::memory_order_relaxed);
     }
     return std::move(flight);
   };
@@ -334,6 +374,7 @@ RemoteStats RemoteStore::stats() const noexcept {
   s.lease_waits = get(c.lease_waits);
   s.lease_wait_ns = get(c.lease_wait_ns);
   s.lease_timeouts = get(c.lease_timeouts);
+  s.leases_replaced = get(c.leases_replaced);
   return s;
 }
 

@@ -26,6 +26,7 @@ struct RemoteOptions {
   std::chrono::milliseconds ttl{std::chrono::hours(24 * 30)};  ///< entry lifetime, refreshed on every hit
   std::chrono::milliseconds lease{20000};                ///< lifetime of a compile lease (a dead holder's ends then)
   std::chrono::milliseconds wait{10000};                 ///< longest wait for another node's compile
+  std::chrono::milliseconds wait_total{30000};           ///< longest wait of one store, summed over its flights
   std::chrono::milliseconds poll{20};                    ///< first poll interval while waiting (doubles to 250 ms)
   std::uint32_t format = 0;                              ///< entry format version, part of every key
   std::shared_ptr<const SigningKey> signer;              ///< set: this node signs and publishes

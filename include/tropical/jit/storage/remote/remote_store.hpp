@@ -35,6 +35,7 @@ struct RemoteStats {
   std::uint64_t lease_waits = 0;            ///< flights that waited for another node's compile
   std::uint64_t lease_wait_ns = 0;          ///< total time of those waits
   std::uint64_t lease_timeouts = 0;         ///< waits that gave up and compiled here
+  std::uint64_t leases_replaced = 0;        ///< leases taken over one with no TTL (or a TTL above ours)
 };
 
 /// How a lookup ended.
@@ -110,11 +111,13 @@ class RemoteStore {
   LookupResult lookup(std::string_view digest_hex);
   /// Stores entry for digest_hex (signed with the signing key, or unsigned if allowed) with the TTL.
   PublishOutcome publish(std::string_view digest_hex, std::string_view entry);
-  /// The compile lease for digest_hex if free (SET NX PX lease); an unheld Lease otherwise.
-  /// *failed (if given) is set when the call itself failed.
+  /// The compile lease for digest_hex if free (SET NX PX lease, in one EVAL with the next check); a lease
+  /// with no TTL or a TTL above `lease` counts as free and is replaced (one warning). An unheld Lease
+  /// otherwise. *failed (if given) is set when the call itself failed.
   Lease try_lease(std::string_view digest_hex, bool* failed = nullptr);
   /// Single flight across machines: a hit, or the lease, or, after waiting up to `wait` for
-  /// another node's entry (polling, the interval doubling from `poll` to 250 ms), compile alone.
+  /// another node's entry (polling, the interval doubling from `poll` to 250 ms), compile alone. The
+  /// waits of all flights of this store together last at most `wait_total`; then flights wait no more.
   /// Check, lease, check again: a free lease (or, on a read-only node, no writer's lease) is followed by
   /// a second lookup, whose hit ends the flight as kHit with the lease released.
   FleetFlight begin(std::string_view digest_hex);
@@ -143,6 +146,8 @@ class RemoteStore {
   RedisClient client_;
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> getex_{true};
+  std::atomic<bool> scripted_lease_{true};
+  std::atomic<std::int64_t> waited_ns_{0};  // summed over this store's flights, against options_.wait_total
   std::mutex warned_mutex_;
   std::set<std::string> warned_;
 };

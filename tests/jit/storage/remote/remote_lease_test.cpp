@@ -1,0 +1,105 @@
+// The fleet lease against a hostile or careless Redis (issue 27, item 5): a lease with no TTL, or one
+// longer than ours, is ignored and replaced; the waits of one process are bounded in total, not per kernel.
+#include <gtest/gtest.h>
+
+#include "redis_server.hpp"
+#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "warnings.hpp"
+
+namespace tropical::jit::remote {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::RedisServer;
+using testing::Warnings;
+
+const std::string kDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+class RemoteLeaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ready()) << server_.explain();
+    ASSERT_TRUE(key_);
+  }
+  RemoteOptions producer() const {
+    RemoteOptions o;
+    o.client.endpoint = server_.endpoint();
+    o.format = 2;
+    o.signer = std::make_shared<const SigningKey>(*key_);
+    o.trusted.add(key_->public_key());
+    o.wait = milliseconds(2000);
+    return o;
+  }
+  static std::string digest(int i) {
+    std::string d = kDigest;
+    d[0] = static_cast<char>('a' + i);
+    return d;
+  }
+
+  RedisServer server_;
+  std::optional<SigningKey> key_ = SigningKey::generate();
+  Warnings warnings_;
+};
+
+TEST_F(RemoteLeaseTest, lease_without_a_ttl_is_ignored_and_replaced) {
+  RemoteStore store(producer(), warnings_.sink());
+  ASSERT_EQ(server_.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
+  const auto start = Clock::now();
+  FleetFlight flight = store.begin(kDigest);
+  EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
+  EXPECT_EQ(flight.role, FleetFlight::Role::kLeader);
+  const long long pttl = server_.command({"PTTL", store.lock_key(kDigest)}).integer;
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, store.options().lease.count());
+  EXPECT_EQ(store.stats().leases_replaced, 1u);
+  EXPECT_EQ(store.stats().lease_waits, 0u);
+  ASSERT_EQ(warnings_.count(), 1u) << warnings_.text();
+  EXPECT_NE(warnings_.text().find("without a TTL"), std::string::npos) << warnings_.text();
+  flight.lease.release();
+  EXPECT_EQ(server_.command({"EXISTS", store.lock_key(kDigest)}).integer, 0);
+}
+
+TEST_F(RemoteLeaseTest, lease_longer_than_ours_is_replaced_and_a_fair_one_is_not) {
+  RemoteStore store(producer(), warnings_.sink());
+  const std::string hour = std::to_string(3'600'000);
+  server_.command({"SET", store.lock_key(digest(1)), "an hour", "PX", hour});
+  EXPECT_TRUE(store.try_lease(digest(1)).held());
+  // A lease within our lifetime is another node's compile: not ours to take.
+  server_.command({"SET", store.lock_key(digest(2)), "fair", "PX", std::to_string(store.options().lease.count())});
+  EXPECT_FALSE(store.try_lease(digest(2)).held());
+  EXPECT_EQ(server_.command({"GET", store.lock_key(digest(2))}).text, "fair");
+  EXPECT_EQ(store.stats().leases_replaced, 1u);
+}
+
+TEST_F(RemoteLeaseTest, waits_of_one_store_are_bounded_in_total_not_per_kernel) {
+  RemoteStore holder(producer(), warnings_.sink());
+  std::vector<Lease> held;
+  for (int i = 0; i < 3; ++i) held.push_back(holder.try_lease(digest(i)));
+  for (const Lease& lease : held) ASSERT_TRUE(lease.held());
+  RemoteOptions o = producer();
+  o.wait = milliseconds(400);
+  o.wait_total = milliseconds(600);
+  RemoteStore waiter(o, warnings_.sink());
+  const auto start = Clock::now();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(waiter.begin(digest(i)).role, FleetFlight::Role::kAlone) << i;
+  const auto elapsed = Clock::now() - start;
+  EXPECT_GE(elapsed, o.wait_total);
+  EXPECT_LE(elapsed, o.wait_total + milliseconds(400)) << "each kernel waited its own `wait`";
+  EXPECT_EQ(waiter.stats().lease_timeouts, 3u);
+}
+
+TEST_F(RemoteLeaseTest, remote_options_bound_the_total_wait_at_three_waits) {
+  const auto options = remote_options(
+      [&](std::string_view name) -> std::optional<std::string> {
+        if (name == "TROPICAL_REMOTE_CACHE") return server_.unix_url();
+        if (name == "TROPICAL_REMOTE_UNSIGNED") return "1";
+        if (name == "TROPICAL_REMOTE_WAIT") return "4s";
+        return std::nullopt;
+      },
+      2, warnings_.sink());
+  ASSERT_TRUE(options);
+  EXPECT_EQ(options->wait_total, milliseconds(12'000));
+}
+
+}  // namespace
+}  // namespace tropical::jit::remote
