@@ -467,6 +467,15 @@ class CliTest(unittest.TestCase):
         self.assertIn("needs a GPU", self.run_tropical("gemm", "-m", "8", "-n", "8", "-k", "8", code=3).stderr)
         self.assertIn("needs a GPU", self.run_tropical("verify", code=3).stderr)
 
+    def test_gemm_on_the_cpu_needs_no_gpu_and_checks_its_rows(self):
+        out = self.run_tropical("gemm", "--device", "cpu", "-m", "70", "-n", "33", "-k", "129", "--repeat", "2",
+                                "--threads", "2", "--type", "i32", "--semiring", "minplus").stdout
+        self.assertIn("minplus i32 70x33x129 on the CPU", out)
+        self.assertIn("2 threads", out)
+        self.assertIn("check       ok (64 rows vs CPU reference, 0 mismatches)", out)
+        self.assertIn("unknown --device", self.usage_error("gemm", "--device", "tpu"))
+        self.assertIn("--device cpu only", self.usage_error("gemm", "--threads", "2"))
+
     # Issue 28's small things: what a newcomer trips on.
     def test_a_mistyped_command_gets_a_suggestion(self):
         self.assertIn("did you mean 'list'?", self.usage_error("lsit"))

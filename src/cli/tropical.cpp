@@ -32,7 +32,7 @@ const char* const kUsage =
     "  clear     remove every entry of the disk cache, or those of named kernels\n"
     "  config    show or set the cache's settings (<cache dir>/tropical.conf)\n"
     "  compile   NVRTC-compile one kernel, bypassing the cache, and time it\n"
-    "  gemm      run one product on GPU 0, check it, print cold/warm/hot timings\n"
+    "  gemm      run one product on GPU 0 (or the CPU), check it, print cold/warm/hot timings\n"
     "  verify    run every kernel on GPU 0 against the CPU reference\n"
     "  keygen    write an ed25519 key pair for the fleet (Redis) cache\n"
     "\n"
