@@ -72,16 +72,21 @@ bool is_entry_name(std::string_view name) noexcept {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Directory open_directory(const std::filesystem::path& dir) {
+Directory open_directory(const std::filesystem::path& dir, bool no_follow) {
   Directory out;
+  const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0);
   // Opened first: an existing directory (every run but the first) costs no mkdir per path component.
-  out.fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  out.fd.reset(::open(dir.c_str(), flags));
+  if (!out.fd.valid() && errno == ELOOP) {
+    out.unusable = Failure{"opening the directory (a symbolic link, not followed)", ELOOP};
+    return out;
+  }
   if (!out.fd.valid()) {
     if (const int error = make_private_directories(dir); error != 0) {
       out.unusable = Failure{"creating the directory", error};
       return out;
     }
-    out.fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    out.fd.reset(::open(dir.c_str(), flags));
   }
   struct stat st {};
   if (!out.fd.valid()) {

@@ -42,8 +42,9 @@ std::string network_file_system(int fd);
 /// Creates dir (and missing parents, 0700 whatever the umask) if needed, opens it and applies the policy:
 /// a setgid, group-writable, not world-writable directory of a group this user is in is a team directory;
 /// any other directory of another user is unusable; one writable by others, or by its group without the
-/// setgid bit, is refused for writing.
-Directory open_directory(const std::filesystem::path& dir);
+/// setgid bit, is refused for writing. no_follow: dir itself must not be a symbolic link (the fallback under
+/// a shared $TMPDIR, where another user may plant one: ELOOP makes it unusable).
+Directory open_directory(const std::filesystem::path& dir, bool no_follow = false);
 
 /// Why an entry file with status st must not be read, or nullopt: it must be a regular file of this user,
 /// mode 0600 (or 0640 in a team directory, where an entry of a member of group is accepted too).

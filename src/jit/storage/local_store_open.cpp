@@ -44,7 +44,8 @@ std::optional<LocalStore::Impl::Trouble> LocalStore::Impl::open(bool private_onl
   if (config.dir.empty()) {
     return Trouble{Problem::kUnusable, "unusable (no directory: set TROPICAL_CACHE_DIR or HOME)", true};
   }
-  local::Directory opened = local::open_directory(config.dir);
+  // The fallback lives in a shared $TMPDIR: a link planted under its name must not steer our entries.
+  local::Directory opened = local::open_directory(config.dir, private_only);
   if (opened.unusable) {
     return Trouble{Problem::kUnusable, "unusable (" + opened.unusable->reason() + ")", true};
   }

@@ -229,5 +229,26 @@ TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_di
   EXPECT_EQ(fs::status(root_ / "fallback").permissions(), fs::perms::owner_all);
 }
 
+// Issue 27, item 8: the fallback under a shared $TMPDIR is not opened through a link another user planted
+// under its name (with fs.protected_symlinks=0, as in many containers); the target stays untouched.
+TEST_F(LayerStoreTest, fallback_planted_as_a_symbolic_link_is_not_followed) {
+  const fs::path blocked = root_ / "a-file";
+  std::FILE* file = std::fopen(blocked.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  const fs::path target = root_ / "attackers-choice";
+  ASSERT_TRUE(fs::create_directory(target));
+  fs::permissions(target, fs::perms::owner_all);
+  fs::create_directory_symlink(target, root_ / "fallback");
+  CacheConfig c = config();
+  c.dir = blocked / "cache";
+  c.fallback_dir = root_ / "fallback";
+  Child child([&] { return LocalStore(c).enabled() ? 1 : 0; }, true);
+  const Outcome out = child.wait();
+  EXPECT_EQ(out.exit_code, 0) << "the fallback was used through the link: " << out.err;
+  EXPECT_NE(out.err.find("memory only"), std::string::npos) << out.err;
+  EXPECT_TRUE(fs::is_empty(target)) << "entries, locks or statistics went into the link's target";
+}
+
 }  // namespace
 }  // namespace tropical::jit

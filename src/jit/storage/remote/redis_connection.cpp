@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <thread>
 
 namespace tropical::jit::remote {
@@ -157,22 +158,74 @@ int connect_to(const Address& address, Clock::time_point deadline, IoStatus* sta
   return fd;
 }
 
-RedisReply convert(const redisReply& r) {
-  RedisReply out;
-  switch (r.type) {
-    case REDIS_REPLY_STRING: out.type = RedisReply::Type::kString; break;
-    case REDIS_REPLY_STATUS: out.type = RedisReply::Type::kStatus; break;
-    case REDIS_REPLY_ERROR: out.type = RedisReply::Type::kError; break;
-    case REDIS_REPLY_INTEGER: out.type = RedisReply::Type::kInteger; break;
-    case REDIS_REPLY_ARRAY: out.type = RedisReply::Type::kArray; break;
-    default: out.type = RedisReply::Type::kNil; break;
+// hiredis builds replies through these functions straight into RedisReply, not its own objects: a value is
+// copied once (from the reader's buffer into the reply) instead of twice, and an array header longer than any
+// reply this client asks for is refused before anything is allocated for it (hiredis's own objects calloc'ed
+// the pointers of `*2000000000` first: seconds and gigabytes). A null return is an error of the reader.
+constexpr int kMaxArrayElements = 1024;
+
+RedisReply* place(const redisReadTask* task) {
+  if (task->parent == nullptr) return new (std::nothrow) RedisReply;
+  // The parent array was sized by create_array: its elements never move.
+  auto* parent = static_cast<RedisReply*>(task->parent->obj);
+  return &parent->elements[static_cast<std::size_t>(task->idx)];
+}
+
+void* create_string(const redisReadTask* task, char* str, std::size_t length) {
+  RedisReply* r = place(task);
+  if (r == nullptr) return nullptr;
+  r->type = task->type == REDIS_REPLY_ERROR    ? RedisReply::Type::kError
+            : task->type == REDIS_REPLY_STATUS ? RedisReply::Type::kStatus
+                                               : RedisReply::Type::kString;
+  try {
+    r->text.assign(str, length);
+  } catch (const std::bad_alloc&) {
+    if (task->parent == nullptr) delete r;
+    return nullptr;
   }
-  if (r.str != nullptr) out.text.assign(r.str, r.len);
-  out.integer = r.integer;
-  for (std::size_t i = 0; r.type == REDIS_REPLY_ARRAY && i < r.elements; ++i) {
-    out.elements.push_back(r.element[i] != nullptr ? convert(*r.element[i]) : RedisReply{});
+  return r;
+}
+
+void* create_array(const redisReadTask* task, int elements) {
+  if (elements < 0 || elements > kMaxArrayElements) return nullptr;
+  RedisReply* r = place(task);
+  if (r == nullptr) return nullptr;
+  r->type = RedisReply::Type::kArray;
+  try {
+    r->elements.resize(static_cast<std::size_t>(elements));
+  } catch (const std::bad_alloc&) {
+    if (task->parent == nullptr) delete r;
+    return nullptr;
   }
-  return out;
+  return r;
+}
+
+void* create_integer(const redisReadTask* task, long long value) {
+  RedisReply* r = place(task);
+  if (r == nullptr) return nullptr;
+  r->type = RedisReply::Type::kInteger;
+  r->integer = value;
+  return r;
+}
+
+void* create_nil(const redisReadTask* task) { return place(task); }  // a RedisReply is kNil until set
+
+// hiredis frees only the root of a reply (its children belong to it).
+void free_reply(void* reply) { delete static_cast<RedisReply*>(reply); }
+
+redisReplyObjectFunctions kReplyFunctions = {create_string, create_array, create_integer, create_nil, free_reply};
+
+// The length a bulk string reply announces in its first bytes ("$<length>\r\n"), or -1 if they are not one
+// (or not all there yet).
+long long announced_length(const char* bytes, std::size_t size) {
+  if (size < 4 || bytes[0] != '$') return -1;
+  long long length = 0;
+  for (std::size_t i = 1; i < size && i < 21; ++i) {
+    if (bytes[i] == '\r') return i > 1 ? length : -1;
+    if (bytes[i] < '0' || bytes[i] > '9') return -1;
+    length = length * 10 + (bytes[i] - '0');
+  }
+  return -1;
 }
 
 }  // namespace
@@ -191,7 +244,7 @@ std::string_view to_string(IoStatus status) noexcept {
 // hiredis parses the protocol; the socket is ours, so that every wait has a deadline and
 // sends use MSG_NOSIGNAL (hiredis's own write() would raise SIGPIPE on a closed peer).
 struct RedisConnection::Reader {
-  redisReader* reader = redisReaderCreate();
+  redisReader* reader = redisReaderCreateWithFunctions(&kReplyFunctions);
   ~Reader() {
     if (reader != nullptr) redisReaderFree(reader);
   }
@@ -269,12 +322,19 @@ IoStatus RedisConnection::read_reply(Clock::time_point deadline, RedisReply* rep
       return IoStatus::kProtocol;
     }
     if (raw != nullptr) {
-      *reply = convert(*static_cast<redisReply*>(raw));
-      freeReplyObject(raw);
+      const std::unique_ptr<RedisReply> built(static_cast<RedisReply*>(raw));
+      *reply = std::move(*built);
       return IoStatus::kOk;
     }
     const ssize_t n = recv(fd_, buffer.data(), buffer.size(), 0);
     if (n > 0) {
+      // A value announced larger than the cap is refused at its header, before its bytes are read.
+      const long long announced = total == 0 ? announced_length(buffer.data(), static_cast<std::size_t>(n)) : -1;
+      if (announced > static_cast<long long>(kMaxReplyBytes)) {
+        *detail = "a value of " + std::to_string(announced) + " bytes, larger than " +
+                  std::to_string(kMaxReplyBytes >> 20) + " MiB";
+        return IoStatus::kProtocol;
+      }
       total += static_cast<std::size_t>(n);
       if (total > kMaxReplyBytes) {
         *detail = "reply larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";

@@ -274,5 +274,44 @@ TEST(RedisClient, bytes_that_are_not_the_protocol_fail_the_call) {
   }
 }
 
+// Issue 27, item 10: a hostile server costs no more than the documented bound, and no memory for what it
+// announces. (hiredis's own objects calloc'ed the 2,000,000,000 pointers first: 6.5 s per call.)
+TEST(RedisClient, huge_array_header_is_refused_at_once) {
+  FakeServer fake("*2000000000\r\n");
+  ClientOptions o = options_for(fake.url());
+  o.operation_timeout = milliseconds(5000);
+  RedisClient client(o, {});
+  const auto start = Clock::now();
+  EXPECT_EQ(client.call({"GET", "k"}).status, CallStatus::kFailed);
+  EXPECT_LT(since(start), milliseconds(1000)) << "waited for elements it should have refused";
+}
+
+TEST(RedisClient, value_announced_above_the_cap_is_refused_at_its_header) {
+  FakeServer fake("$250000000\r\n" + std::string(1 << 20, 'x'));
+  ClientOptions o = options_for(fake.url());
+  o.operation_timeout = milliseconds(5000);
+  Warnings warnings;
+  RedisClient client(o, warnings.sink());
+  const auto start = Clock::now();
+  EXPECT_EQ(client.call({"GET", "k"}).status, CallStatus::kFailed);
+  EXPECT_LT(since(start), milliseconds(1000)) << "read on towards a value it should have refused";
+  ASSERT_EQ(warnings.count(), 1u);
+  EXPECT_NE(warnings.text().find("250000000 bytes"), std::string::npos) << warnings.text();
+}
+
+TEST(RedisClient, nested_and_nil_replies_keep_their_shape) {
+  FakeServer fake("*3\r\n$1\r\na\r\n$-1\r\n*2\r\n:7\r\n+OK\r\n");
+  RedisClient client(options_for(fake.url()), {});
+  const CallResult got = client.call({"GET", "k"});
+  ASSERT_EQ(got.status, CallStatus::kOk);
+  ASSERT_EQ(got.reply.type, RedisReply::Type::kArray);
+  ASSERT_EQ(got.reply.elements.size(), 3u);
+  EXPECT_EQ(got.reply.elements[0].text, "a");
+  EXPECT_EQ(got.reply.elements[1].type, RedisReply::Type::kNil);
+  ASSERT_EQ(got.reply.elements[2].elements.size(), 2u);
+  EXPECT_EQ(got.reply.elements[2].elements[0].integer, 7);
+  EXPECT_EQ(got.reply.elements[2].elements[1].type, RedisReply::Type::kStatus);
+}
+
 }  // namespace
 }  // namespace tropical::jit::remote

@@ -51,12 +51,14 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   /// Sends one command (binary-safe arguments) and reads its reply by `deadline`; a reply
-  /// larger than max_reply_bytes is kProtocol. On kOk *reply holds the reply (kError included).
+  /// larger than kMaxReplyBytes is kProtocol. A value is copied once, into *reply. On kOk *reply holds the reply (kError included).
   IoStatus command(std::span<const std::string_view> args, Clock::time_point deadline, RedisReply* reply,
                    std::string* detail);
 
-  /// Upper bound on the bytes of one reply (a garbage server cannot exhaust memory).
-  static constexpr std::size_t kMaxReplyBytes = std::size_t{256} << 20;
+  /// Upper bound on the bytes of one reply (a garbage server cannot exhaust memory): an entry of at most 64 MiB
+  /// (kMaxEntryBytes) and its signature trailer. A bulk value announced larger is refused at its header; an
+  /// array of more than 1024 elements at its header too.
+  static constexpr std::size_t kMaxReplyBytes = (std::size_t{64} << 20) + (std::size_t{64} << 10);
 
  private:
   explicit RedisConnection(int fd);
