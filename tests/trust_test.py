@@ -163,6 +163,23 @@ class TrustTest(fleet_test.FleetTest):
         self.assertEqual(compiled, 0, proc.stdout + proc.stderr)
         self.assertTrue(self.entries(r) == {name: good}, "a fresh reader got the planted CUBIN from the fleet")
 
+    # (11) What the command line gave is echoed without control characters; an arch is spelled as NVRTC spells
+    # it; keygen does not write keys where others could replace them.
+    def test_command_line_echoes_are_printable_and_names_strict(self):
+        b = self.machine_env("b")
+        del b["TROPICAL_REMOTE_CACHE"]
+        proc = self.run_tropical("warm", "--arch", "sm_90", "evil\x1b]0;owned\x07", env=b, code=2)
+        self.assertIn("evil", proc.stderr)
+        self.assertNotIn("\x1b", proc.stderr)
+        self.assertNotIn("\x07", proc.stderr)
+        self.run_tropical("warm", "--arch", "sm_090", KERNEL, env=b, code=2)
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        proc = self.run_tropical("keygen", shared, env=b, code=1)
+        self.assertIn("writable by others", proc.stderr)
+        self.assertEqual(os.listdir(shared), [])
+
 
 if __name__ == "__main__":
     suite = unittest.TestSuite(TrustTest(name) for name in sorted(vars(TrustTest)) if name.startswith("test_"))

@@ -98,7 +98,8 @@ int parse_arch(const std::string& text) {
   int value = 0;
   const char* end = digits.data() + digits.size();
   const auto [ptr, error] = std::from_chars(digits.data(), end, value);
-  if (digits.empty() || error != std::errc() || ptr != end || value < 10 || value > 999) {
+  // The digits as NVRTC spells them: no sign, no leading zero (sm_090 is not an arch name).
+  if (digits.empty() || digits.front() == '0' || error != std::errc() || ptr != end || value < 10 || value > 999) {
     throw UsageError{"bad architecture '" + text + "' (want e.g. sm_90)"};
   }
   return value;

@@ -144,6 +144,11 @@ int cmd_warm(int argc, char** argv) {
                             : !i.enabled            ? "the cache is unusable (its reason is printed above)"
                             : registry().disk().process_stats().errors > 0
                                 ? "storing failed (the reason is printed above)"
+                            // This process evicted nothing: another one (its eviction, `tropical clear`) removed them.
+                            : registry().disk().process_stats().evictions == 0
+                                ? "removed by another process (its eviction or tropical clear) after this run stored "
+                                  "them; the cache holds " + std::to_string(i.bytes) + " of its " +
+                                      std::to_string(i.max_bytes) + " bytes; run warm again"
                                 : "the cache is too small (limit " + std::to_string(i.max_bytes) +
                                       " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)";
     std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", not_stored,

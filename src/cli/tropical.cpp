@@ -126,6 +126,15 @@ int run(int argc, char** argv) {
   return command->second(static_cast<int>(rest.size() - 1), rest.data());
 }
 
+// text with control characters other than line breaks and tabs (ESC, BEL: terminal commands) shown as '?'.
+std::string terminal_safe(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,16 +142,17 @@ int main(int argc, char** argv) {
   try {
     code = run(argc, argv);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "tropical: %s\n", e.message.c_str());
+    // Messages echo what the command line gave: control characters (ESC, BEL) are not sent to the terminal.
+    std::fprintf(stderr, "tropical: %s\n", terminal_safe(e.message).c_str());
     code = kExitUsage;
   } catch (const tropical::Unavailable& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
     code = kExitUnavailable;
   } catch (const tropical::InvalidArgument& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
     code = kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
     code = kExitFailed;
   }
   if (!finish_stdout()) {

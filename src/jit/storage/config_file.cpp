@@ -52,6 +52,12 @@ std::span<const std::string_view> known_config_keys() noexcept { return kKnownKe
 ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
   ConfigFile file;
   std::size_t number = 0;
+  // A few lines' warnings, then one count: a file of 500 bad lines is not 500 warnings.
+  constexpr std::size_t kShown = 3;
+  std::size_t bad = 0;
+  const auto complain = [&](const std::string& what) {
+    if (++bad <= kShown) warn_file(source, what);
+  };
   while (!text.empty()) {
     const std::size_t end = std::min(text.find('\n'), text.size());
     const std::string_view line = trim(text.substr(0, end));
@@ -61,14 +67,13 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
     const std::size_t eq = line.find('=');
     const std::string_view key = eq == std::string_view::npos ? line : trim(line.substr(0, eq));
     if (eq == std::string_view::npos || !is_key(key)) {
-      warn_file(source, "line " + std::to_string(number) + " is not 'key = value'; ignored");
+      complain("line " + std::to_string(number) + " is not 'key = value'; ignored");
       continue;
     }
-    if (!is_known_config_key(key)) {
-      warn_file(source, "unknown key '" + std::string(key) + "' kept and ignored");
-    }
+    if (!is_known_config_key(key)) complain("unknown key '" + std::string(key) + "' kept and ignored");
     file.values_[std::string(key)] = std::string(trim(line.substr(eq + 1)));
   }
+  if (bad > kShown) warn_file(source, "... and " + std::to_string(bad - kShown) + " more lines like these");
   return file;
 }
 

@@ -112,6 +112,19 @@ TEST_F(ConfigFileTest, update_waits_for_the_lock_no_longer_than_asked) {
   EXPECT_EQ(conf_value(dir_, "max_size"), "1G");
 }
 
+// Issue 27, item 11: a file of 500 bad lines is three warnings and a count, not 500 warnings.
+TEST_F(ConfigFileTest, bad_lines_are_warned_about_a_few_times_then_counted) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) text += "not a setting " + std::to_string(i) + "\n";
+  ::testing::internal::CaptureStderr();
+  (void)ConfigFile::parse(text + "max_size = 1G\n", "/c/five-hundred.conf");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::size_t lines = 0;
+  for (const char c : err) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << err;
+  EXPECT_NE(err.find("and 497 more lines"), std::string::npos) << err;
+}
+
 // Issue 27, items 1-3: tropical.conf comes in by the same door as the key files.
 TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
   ASSERT_EQ(::mkfifo((dir_ / kConfigFileName).c_str(), 0600), 0);

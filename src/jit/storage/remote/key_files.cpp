@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -53,6 +54,15 @@ std::optional<KeyPairFiles> write_key_pair(const std::filesystem::path& dir, std
   struct stat st{};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     *error = dir.string() + ": not a directory";
+    return std::nullopt;
+  }
+  // Others who can write the directory (without the sticky bit) can replace the files in it: the key files
+  // would then be whatever they wrote. Readers refuse such key files' modes, not their directory's.
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    *error = dir.string() + ": writable by " + ((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") +
+             " (mode " + mode + "), who could replace the keys; use a private directory";
     return std::nullopt;
   }
   const auto key = SigningKey::generate();

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "tropical/jit/storage/log.hpp"
+
 namespace tropical::jit::remote {
 namespace {
 
@@ -46,7 +48,7 @@ std::unique_ptr<RedisConnection> RedisClient::take(Clock::time_point deadline, b
   *status = connection->command(select, deadline, &reply, detail);
   if (*status == IoStatus::kOk && reply.type != RedisReply::Type::kStatus) {
     *status = IoStatus::kProtocol;
-    *detail = "SELECT " + db + " failed: " + reply.text;
+    *detail = "SELECT " + db + " failed: " + printable(reply.text);
   }
   return *status == IoStatus::kOk ? std::move(connection) : nullptr;
 }

@@ -221,7 +221,7 @@ PublishOutcome RemoteStore::publish(std::string_view digest_hex, std::string_vie
   if (got.reply.type != RedisReply::Type::kStatus) {
     // For example OOM under maxmemory-policy noeviction: the run goes on, unpublished.
     warn_once("publish", "tropical: warning: remote cache " + options_.client.endpoint.url() +
-                             " refused a write (" + got.reply.text + "); entries are not published\n");
+                             " refused a write (" + printable(got.reply.text) + "); entries are not published\n");
     return PublishOutcome::kFailed;
   }
   add(counters_->published);

@@ -114,6 +114,20 @@ TEST(KeyFiles, trusted_list_keeps_good_keys_and_reports_bad_ones) {
   EXPECT_NE(errors[0].find("nope.pem"), std::string::npos);
 }
 
+// Issue 27, item 11: keygen into a directory others can write says no (they could replace the keys).
+TEST(KeyFiles, keygen_refuses_a_directory_others_can_write) {
+  TempDir tmp;
+  const auto open_dir = tmp.path() / "open";
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  std::string error;
+  EXPECT_FALSE(write_key_pair(open_dir, &error));
+  EXPECT_NE(error.find("writable by others"), std::string::npos) << error;
+  EXPECT_FALSE(std::filesystem::exists(open_dir / kPrivateKeyFile));
+  ASSERT_EQ(chmod(open_dir.c_str(), 01777), 0);  // sticky, as /tmp: nobody else can replace our files
+  EXPECT_TRUE(write_key_pair(open_dir, &error)) << error;
+}
+
 // Issue 27, items 1-3: key files come in through the one door (trusted_file.hpp).
 
 TEST(KeyFiles, fifo_at_a_key_path_is_refused_at_once) {
