@@ -63,7 +63,7 @@ int Fd::close() noexcept {
   return fd >= 0 && ::close(fd) != 0 ? errno : 0;
 }
 
-std::string Failure::reason() const { return what + ": " + error_text(error); }
+std::string Failure::reason() const { return error == 0 ? what : what + ": " + error_text(error); }
 
 std::string error_text(int error) { return std::error_code(error, std::generic_category()).message(); }
 

@@ -85,10 +85,17 @@ std::optional<Failure> StatsFile::open_existing() {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Failure{"checking the statistics file", errno};
   Record record{};
-  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_size != static_cast<off_t>(kRecordSize) ||
-      read_at(fd.get(), record.data(), record.size(), 0) != 0 || !decode(record)) {
-    return Failure{"the statistics file " + name_ + " is not one of this user and layout", EPROTO};
-  }
+  // Why it is not ours, in words (an errno would read "Protocol error"); error 0: the reason says it all.
+  const std::string file = "the statistics file " + name_;
+  if (!S_ISREG(st.st_mode))
+    return Failure{file + (S_ISFIFO(st.st_mode) ? " is a FIFO" : " is not a regular file") + "; left alone", 0};
+  if (st.st_uid != ::geteuid())
+    return Failure{file + " belongs to uid " + std::to_string(st.st_uid) + "; left alone", 0};
+  if (st.st_size != static_cast<off_t>(kRecordSize))
+    return Failure{file + (st.st_size == 0 ? " is empty" : " is " + std::to_string(st.st_size) + " bytes, not " +
+                                                               std::to_string(kRecordSize)) + "; left alone", 0};
+  if (read_at(fd.get(), record.data(), record.size(), 0) != 0 || !decode(record))
+    return Failure{file + " is not of this layout; left alone", 0};
   fd_ = std::move(fd);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
@@ -153,7 +160,7 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
   bool done = false;
   if (!values) {
     // Truncated or overwritten by someone: never rewritten, statistics stop.
-    failure_ = Failure{"the statistics file was truncated or overwritten", EPROTO};
+    failure_ = Failure{"the statistics file was truncated or overwritten", 0};
   } else {
     if (how == Update::kAdd) {
       for (std::size_t c = 0; c < kCounterCount; ++c) (*values)[c] += (*deltas)[c];

@@ -92,6 +92,21 @@ TEST_F(StatsFileTest, foreign_files_under_its_name_are_refused_and_left_alone) {
   EXPECT_FALSE(fs::exists(dir_ / "elsewhere")) << "a symlink is never followed";
 }
 
+// Issue 27, item 11: an empty or FIFO statistics file is named as such, not as a "Protocol error".
+TEST_F(StatsFileTest, foreign_files_are_refused_with_their_reason_in_words) {
+  { std::ofstream empty(path()); }
+  StatsFile stats;
+  auto failure = stats.open(dir_fd_.get(), 100ms);
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure->reason().find("is empty"), std::string::npos) << failure->reason();
+  EXPECT_EQ(failure->reason().find("Protocol error"), std::string::npos) << failure->reason();
+  fs::remove(path());
+  ASSERT_EQ(::mkfifo(path().c_str(), 0600), 0);
+  failure = stats.open(dir_fd_.get(), 100ms);
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure->reason().find("is a FIFO"), std::string::npos) << failure->reason();
+}
+
 TEST_F(StatsFileTest, the_mapped_stats_file_of_earlier_versions_is_never_touched) {
   write_file(dir_ / "stats", std::string(4096, '\1'));
   const Untouched old(dir_ / "stats");

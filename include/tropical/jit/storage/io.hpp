@@ -42,7 +42,7 @@ class Fd {
 struct Failure {
   std::string what;  ///< e.g. "writing a temporary file"
   int error = 0;     ///< errno value
-  /// "what: strerror(error)".
+  /// "what: strerror(error)"; what alone when error is 0 (a reason no errno names).
   std::string reason() const;
 };
 
