@@ -1,0 +1,256 @@
+/* The C ABI of tropical: every product of the catalog, on device memory (a CUDA
+ * GPU) or host memory (the CPU), callable from C99, C++, Python (ctypes),
+ * Julia (ccall) and Rust (extern "C").
+ *
+ * Conventions (the same as the C++ API, include/tropical/gemm.hpp; the
+ * semantics of infinities, integer saturation, NaN, argmax ties and alpha/beta
+ * are documented once, in include/tropical/reference.hpp):
+ * - Matrices are row-major. op(X) is X, or X stored transposed when its
+ *   tropical_trans is TROPICAL_TRANS: op(A) is m x k, so A itself is m x k
+ *   with lda >= k, or k x m with lda >= m when transposed (CBLAS RowMajor).
+ *   Sizes, leading dimensions and strides count elements, not bytes.
+ * - tropical_* functions take device pointers and queue the work on `stream`
+ *   (a CUstream, or a cudaStream_t, which is the same handle; NULL: the
+ *   device's default stream) and return without waiting. tropical_cpu_*
+ *   functions take host pointers and return when the result is written.
+ * - alpha and beta point to one element of the operands' type; NULL alpha is
+ *   the semiring one (no scaling), NULL beta the semiring zero (C is
+ *   overwritten, not read).
+ * - Every function returns a tropical_status; TROPICAL_OK is 0. On failure
+ *   nothing was queued or written, and tropical_last_error() gives the
+ *   library's message on the failing thread. No C++ exception ever crosses
+ *   this boundary.
+ * - Thread-safe: any thread may call any function at any time.
+ */
+#ifndef TROPICAL_TROPICAL_H
+#define TROPICAL_TROPICAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TROPICAL_API __attribute__((visibility("default")))
+#else
+#define TROPICAL_API
+#endif
+
+/** The version of this header's ABI: raised when a signature or an enum value changes. */
+#define TROPICAL_ABI_VERSION 1
+
+/** What a call returned: TROPICAL_OK, or the kind of failure (tropical::Errc's, plus three). */
+typedef enum tropical_status {
+  TROPICAL_OK = 0,
+  TROPICAL_ERROR_INVALID_ARGUMENT = 1, /**< bad shape, null or wrong-device pointer, bad enum value */
+  TROPICAL_ERROR_UNAVAILABLE = 2,      /**< no driver, no GPU, no NVRTC */
+  TROPICAL_ERROR_COMPILE = 3,          /**< NVRTC rejected a fragment (the message holds its log) */
+  TROPICAL_ERROR_CUDA = 4,             /**< a CUDA driver call failed */
+  TROPICAL_ERROR_NOT_IN_CATALOG = 5,   /**< this semiring x type x operation is not generated */
+  TROPICAL_ERROR_OUT_OF_MEMORY = 6,    /**< a host allocation failed */
+  TROPICAL_ERROR_INTERNAL = 7          /**< anything else (a bug: please report the message) */
+} tropical_status;
+
+/** The semirings of the catalog: (add, multiply). */
+typedef enum tropical_semiring {
+  TROPICAL_MAXPLUS = 0, /**< (max, +) */
+  TROPICAL_MINPLUS = 1, /**< (min, +) */
+  TROPICAL_MAXMUL = 2,  /**< (max, x), non-negative values */
+  TROPICAL_MAXMIN = 3,  /**< (max, min): bottleneck paths */
+  TROPICAL_MINMAX = 4,  /**< (min, max) */
+  TROPICAL_ANDOR = 5    /**< (or, and) over bytes: reachability */
+} tropical_semiring;
+
+/** Element types: every semiring but AndOr has f32, f64, i32, i64; AndOr has u8 only. */
+typedef enum tropical_dtype {
+  TROPICAL_F32 = 0,
+  TROPICAL_F64 = 1,
+  TROPICAL_I32 = 2,
+  TROPICAL_I64 = 3,
+  TROPICAL_U8 = 4
+} tropical_dtype;
+
+/** The operations of the catalog (backward passes: MaxPlus, MinPlus, MaxMul over f32 and f64). */
+typedef enum tropical_op {
+  TROPICAL_OP_GEMM = 0,
+  TROPICAL_OP_GEMM_ARGMAX = 1,
+  TROPICAL_OP_BACKWARD_A = 2,
+  TROPICAL_OP_BACKWARD_B = 3,
+  TROPICAL_OP_GEMM_BATCHED = 4,
+  TROPICAL_OP_GEMM_BATCHED_ARGMAX = 5,
+  TROPICAL_OP_BACKWARD_A_BATCHED = 6,
+  TROPICAL_OP_BACKWARD_B_BATCHED = 7
+} tropical_op;
+
+/** Storage of an operand: as is, or transposed (row-major either way). */
+typedef enum tropical_trans { TROPICAL_NO_TRANS = 0, TROPICAL_TRANS = 1 } tropical_trans;
+
+/** The message of the last failing call on this thread ("" if none); valid until the thread's next call. */
+TROPICAL_API const char* tropical_last_error(void);
+
+/** The library's version ("0.1.0"). */
+TROPICAL_API const char* tropical_version(void);
+
+/** TROPICAL_ABI_VERSION of the library the program runs with. */
+TROPICAL_API int tropical_abi_version(void);
+
+/** Number of CUDA devices the process can use: 0 without a driver or a GPU. Never fails. */
+TROPICAL_API int tropical_device_count(void);
+
+/** Compute capability of `device` as 10 * major + minor (90 for an H100) into *arch. */
+TROPICAL_API tropical_status tropical_device_arch(int device, int* arch);
+
+/** Size in bytes of one element of `dtype` (0 for a value outside the enum). */
+TROPICAL_API size_t tropical_dtype_size(tropical_dtype dtype);
+
+/** 1 if the catalog has (semiring, dtype, op), else 0 (also for values outside the enums). */
+TROPICAL_API int tropical_has_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op);
+
+/** 1 if the CPU backend has (semiring, dtype, op), the same set as the catalog's, else 0. */
+TROPICAL_API int tropical_cpu_has_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op);
+
+/** Number of kernels in the catalog (ids are 0 .. count - 1). */
+TROPICAL_API uint32_t tropical_kernel_count(void);
+
+/** The name of kernel `id` ("tropical_gemm_maxplus_f32"; small tiles end in "_<m>x<n>"), or NULL. */
+TROPICAL_API const char* tropical_kernel_name(uint32_t id);
+
+/** The id of the kernel named `name` into *id (TROPICAL_ERROR_NOT_IN_CATALOG if none). */
+TROPICAL_API tropical_status tropical_kernel_id(const char* name, uint32_t* id);
+
+/** The id of (semiring, dtype, op)'s default kernel into *id. */
+TROPICAL_API tropical_status tropical_find_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op,
+                                                  uint32_t* id);
+
+/** Compiles kernels `ids` (count of them; the whole catalog, small tiles included, if count is 0)
+ * for sm_<arch> (0: device 0's) into memory and the disk cache on `threads` workers (0: every core);
+ * needs NVRTC, not a GPU (unless arch is 0). *compiled receives how many NVRTC compiled in this call,
+ * *ready how many were already in memory or a cache tier (either pointer may be NULL). If any kernel
+ * failed, returns its status (TROPICAL_ERROR_UNAVAILABLE without NVRTC, else
+ * TROPICAL_ERROR_COMPILE) with the first failure's message; the others were still warmed. */
+TROPICAL_API tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsigned threads,
+                                           size_t* compiled, size_t* ready);
+
+/* ---- GPU: device pointers, queued on a stream ------------------------------------------------ */
+
+/** C (m x n, ldc) = alpha (x) (op(A) (x) op(B)) (+) beta (x) C. */
+TROPICAL_API tropical_status tropical_gemm(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                           tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* alpha,
+                                           const void* a, int64_t lda, const void* b, int64_t ldb,
+                                           const void* beta, void* c, int64_t ldc, void* stream);
+
+/** C = op(A) (x) op(B) and argmax (int32, m x n, ldargmax): the winning k, ties to the smallest, -1 if none. */
+TROPICAL_API tropical_status tropical_gemm_argmax(tropical_semiring semiring, tropical_dtype dtype,
+                                                  tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                  int64_t k, const void* a, int64_t lda, const void* b,
+                                                  int64_t ldb, void* c, int64_t ldc, int32_t* argmax,
+                                                  int64_t ldargmax, void* stream);
+
+/** dA (laid out like A) from dC (m x n) and the forward argmax; overwrites dA. `b` is read for MaxMul only. */
+TROPICAL_API tropical_status tropical_backward_a(tropical_semiring semiring, tropical_dtype dtype,
+                                                 tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                 int64_t k, const void* grad_c, int64_t ldgc,
+                                                 const int32_t* argmax, int64_t ldargmax, const void* b,
+                                                 int64_t ldb, void* grad_a, int64_t ldga, void* stream);
+
+/** dB (laid out like B) from dC (m x n) and the forward argmax; overwrites dB. `a` is read for MaxMul only. */
+TROPICAL_API tropical_status tropical_backward_b(tropical_semiring semiring, tropical_dtype dtype,
+                                                 tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                 int64_t k, const void* grad_c, int64_t ldgc,
+                                                 const int32_t* argmax, int64_t ldargmax, const void* a,
+                                                 int64_t lda, void* grad_b, int64_t ldgb, void* stream);
+
+/** C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch; X[p] = x + p * stride_x
+ * (a stride of 0 shares one operand across the batch). */
+TROPICAL_API tropical_status tropical_gemm_batched(tropical_semiring semiring, tropical_dtype dtype,
+                                                   tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                   int64_t k, const void* alpha, const void* a, int64_t lda,
+                                                   int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b,
+                                                   const void* beta, void* c, int64_t ldc, int64_t stride_c,
+                                                   int64_t batch, void* stream);
+
+/** gemm_argmax of every product of a batch, strided like tropical_gemm_batched. */
+TROPICAL_API tropical_status tropical_gemm_batched_argmax(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, void* c,
+    int64_t ldc, int64_t stride_c, int32_t* argmax, int64_t ldargmax, int64_t stride_argmax, int64_t batch,
+    void* stream);
+
+/** backward_a of every product of a batch (deterministic: terms added in increasing j). */
+TROPICAL_API tropical_status tropical_backward_a_batched(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, int64_t ldargmax,
+    int64_t stride_argmax, const void* b, int64_t ldb, int64_t stride_b, void* grad_a, int64_t ldga,
+    int64_t stride_ga, int64_t batch, void* stream);
+
+/** backward_b of every product of a batch (deterministic: terms added in increasing i). */
+TROPICAL_API tropical_status tropical_backward_b_batched(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, int64_t ldargmax,
+    int64_t stride_argmax, const void* a, int64_t lda, int64_t stride_a, void* grad_b, int64_t ldgb,
+    int64_t stride_gb, int64_t batch, void* stream);
+
+/* ---- CPU: host pointers, done on return; the same arguments without the stream ---------------- */
+
+/** tropical_gemm on host memory. */
+TROPICAL_API tropical_status tropical_cpu_gemm(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                               tropical_trans tb, int64_t m, int64_t n, int64_t k,
+                                               const void* alpha, const void* a, int64_t lda, const void* b,
+                                               int64_t ldb, const void* beta, void* c, int64_t ldc);
+
+/** tropical_gemm_argmax on host memory. */
+TROPICAL_API tropical_status tropical_cpu_gemm_argmax(tropical_semiring semiring, tropical_dtype dtype,
+                                                      tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                      int64_t k, const void* a, int64_t lda, const void* b,
+                                                      int64_t ldb, void* c, int64_t ldc, int32_t* argmax,
+                                                      int64_t ldargmax);
+
+/** tropical_backward_a on host memory (deterministic: terms added in increasing j). */
+TROPICAL_API tropical_status tropical_cpu_backward_a(tropical_semiring semiring, tropical_dtype dtype,
+                                                     tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                     int64_t k, const void* grad_c, int64_t ldgc,
+                                                     const int32_t* argmax, int64_t ldargmax, const void* b,
+                                                     int64_t ldb, void* grad_a, int64_t ldga);
+
+/** tropical_backward_b on host memory (deterministic: terms added in increasing i). */
+TROPICAL_API tropical_status tropical_cpu_backward_b(tropical_semiring semiring, tropical_dtype dtype,
+                                                     tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                     int64_t k, const void* grad_c, int64_t ldgc,
+                                                     const int32_t* argmax, int64_t ldargmax, const void* a,
+                                                     int64_t lda, void* grad_b, int64_t ldgb);
+
+/** tropical_gemm_batched on host memory. */
+TROPICAL_API tropical_status tropical_cpu_gemm_batched(tropical_semiring semiring, tropical_dtype dtype,
+                                                       tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+                                                       int64_t k, const void* alpha, const void* a, int64_t lda,
+                                                       int64_t stride_a, const void* b, int64_t ldb,
+                                                       int64_t stride_b, const void* beta, void* c, int64_t ldc,
+                                                       int64_t stride_c, int64_t batch);
+
+/** tropical_gemm_batched_argmax on host memory. */
+TROPICAL_API tropical_status tropical_cpu_gemm_batched_argmax(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, void* c,
+    int64_t ldc, int64_t stride_c, int32_t* argmax, int64_t ldargmax, int64_t stride_argmax, int64_t batch);
+
+/** tropical_backward_a_batched on host memory. */
+TROPICAL_API tropical_status tropical_cpu_backward_a_batched(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, int64_t ldargmax,
+    int64_t stride_argmax, const void* b, int64_t ldb, int64_t stride_b, void* grad_a, int64_t ldga,
+    int64_t stride_ga, int64_t batch);
+
+/** tropical_backward_b_batched on host memory. */
+TROPICAL_API tropical_status tropical_cpu_backward_b_batched(
+    tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+    int64_t k, const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, int64_t ldargmax,
+    int64_t stride_argmax, const void* a, int64_t lda, int64_t stride_a, void* grad_b, int64_t ldgb,
+    int64_t stride_gb, int64_t batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TROPICAL_TROPICAL_H */

@@ -1,0 +1,22 @@
+"""tropical: tropical-semiring matrix products (max-plus, min-plus, max-times, max-min, min-max, and-or) on
+NVIDIA GPUs and CPUs, for NumPy, PyTorch and CuPy arrays.
+
+    import numpy as np, tropical
+    c = tropical.matmul(a, b, "maxplus")              # c[i, j] = max_k a[i, k] + b[k, j]
+    c, k = tropical.matmul_argmax(a, b, "minplus")     # and the winning k
+
+Pure Python over libtropical's C ABI (ctypes): device arrays (torch, CuPy) run on their GPU on the
+framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with the same semantics
+(include/tropical/reference.hpp). PyTorch autograd and torch.compile: ``import tropical.torch``.
+``import tropical`` imports neither torch nor CuPy."""
+
+from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
+                      Unavailable)
+from ._ops import backward_a, backward_b, matmul, matmul_argmax
+from ._runtime import abi_version, device_count, has_kernel, kernels, version, warm
+
+SEMIRINGS = ("maxplus", "minplus", "maxmul", "maxmin", "minmax", "andor")
+
+__all__ = ["matmul", "matmul_argmax", "backward_a", "backward_b", "warm", "version", "abi_version",
+           "device_count", "has_kernel", "kernels", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
+           "CompileError", "CudaError", "NotInCatalog", "OutOfMemory", "InternalError"]

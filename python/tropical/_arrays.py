@@ -1,0 +1,162 @@
+"""Arrays from NumPy, PyTorch, CuPy, and anything with ``__dlpack__`` or ``__cuda_array_interface__``: what
+the C ABI needs of them (pointer, device, shape, strides in elements, element type), and new arrays of the
+same kind for results. Nothing here imports torch or cupy: a framework is used only if its module is
+already loaded by the caller (it made the array)."""
+
+import sys
+
+from ._errors import InvalidArgument
+
+# element type name -> (C ABI dtype code, bytes); bool is stored as bytes (AndOr).
+DTYPE_CODES = {"float32": (0, 4), "float64": (1, 8), "int32": (2, 4), "int64": (3, 8), "uint8": (4, 1),
+               "bool": (4, 1)}
+
+
+class Array:
+    """One operand as the C ABI sees it. kind: "numpy", "torch" or "cupy"; device: -1 for host memory, else
+    the CUDA ordinal; strides in elements; obj: the framework's array (kept alive for the call)."""
+
+    __slots__ = ("kind", "device", "ptr", "shape", "strides", "dtype", "obj")
+
+    def __init__(self, kind, device, ptr, shape, strides, dtype, obj):
+        self.kind, self.device, self.ptr, self.shape, self.strides = kind, device, ptr, shape, strides
+        self.dtype, self.obj = dtype, obj
+
+
+def _element_strides(byte_strides, itemsize, name):
+    strides = []
+    for s in byte_strides:
+        if s % itemsize:
+            raise InvalidArgument(f"tropical: {name} has a stride of {s} bytes, not a multiple of its "
+                                  f"{itemsize}-byte elements")
+        strides.append(s // itemsize)
+    return tuple(strides)
+
+
+def _from_torch(x, name):
+    dtype = str(x.dtype)[6:]  # "torch.float32" -> "float32"
+    if dtype not in DTYPE_CODES:
+        raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
+                              "uint8 and bool")
+    device = x.device
+    if device.type == "cuda":
+        ordinal = device.index if device.index is not None else 0
+    elif device.type == "cpu":
+        ordinal = -1
+    else:
+        raise InvalidArgument(f"tropical: {name} is on device '{device}'; supported: cpu and cuda")
+    return Array("torch", ordinal, x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x)
+
+
+def _from_numpy(x, name):
+    dtype = x.dtype.name
+    if dtype not in DTYPE_CODES:
+        raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
+                              "uint8 and bool")
+    if not x.dtype.isnative:
+        raise InvalidArgument(f"tropical: {name} is not in the machine's byte order")
+    return Array("numpy", -1, x.__array_interface__["data"][0], x.shape,
+                 _element_strides(x.strides, x.itemsize, name), dtype, x)
+
+
+def _from_cupy(x, name):
+    dtype = x.dtype.name
+    if dtype not in DTYPE_CODES:
+        raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
+                              "uint8 and bool")
+    return Array("cupy", x.device.id, x.data.ptr, x.shape, _element_strides(x.strides, x.itemsize, name), dtype, x)
+
+
+def _kind(x):
+    module = type(x).__module__
+    if module.startswith("torch"):
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(x, torch.Tensor):
+            return "torch"
+    elif module.startswith("numpy"):
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and isinstance(x, numpy.ndarray):
+            return "numpy"
+    elif module.startswith("cupy"):
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and isinstance(x, cupy.ndarray):
+            return "cupy"
+    return None
+
+
+def describe(x, name):
+    """The Array of operand x (NumPy, torch, CuPy; other DLPack or CUDA-array-interface objects are viewed
+    through CuPy or NumPy without a copy)."""
+    kind = _kind(x)
+    if kind == "torch":
+        return _from_torch(x, name)
+    if kind == "numpy":
+        return _from_numpy(x, name)
+    if kind == "cupy":
+        return _from_cupy(x, name)
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
+        return describe(_view(x, name), name)
+    raise InvalidArgument(f"tropical: {name} is a {type(x).__module__}.{type(x).__name__}; pass a NumPy, CuPy or "
+                          "PyTorch array, or an object with __dlpack__ or __cuda_array_interface__")
+
+
+def _view(x, name):
+    """A zero-copy CuPy (device memory) or NumPy (host memory) view of a DLPack / CUDA-array-interface object."""
+    on_host = False
+    if hasattr(x, "__dlpack_device__"):
+        device_type = int(x.__dlpack_device__()[0])
+        on_host = device_type in (1, 3)  # kDLCPU, kDLCUDAHost
+    elif not hasattr(x, "__cuda_array_interface__"):
+        on_host = True
+    if on_host:
+        import numpy
+        return numpy.from_dlpack(x)
+    try:
+        import cupy
+    except ImportError as e:
+        raise InvalidArgument(f"tropical: {name} is device memory of a {type(x).__name__}; viewing it needs CuPy "
+                              "(or pass a torch or CuPy array)") from e
+    if hasattr(x, "__cuda_array_interface__"):
+        return cupy.asarray(x)
+    return cupy.from_dlpack(x)
+
+
+def empty(like, shape, dtype):
+    """A new row-major array of `like`'s kind and device, with the given shape and element type name."""
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.obj.device)
+    if like.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with like.obj.device:
+            return cupy.empty(shape, dtype=dtype)
+    numpy = sys.modules["numpy"]
+    return numpy.empty(shape, dtype=dtype)
+
+
+def zeros(like, shape, dtype):
+    """Like empty(), filled with zeros."""
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        return torch.zeros(shape, dtype=getattr(torch, dtype), device=like.obj.device)
+    if like.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with like.obj.device:
+            return cupy.zeros(shape, dtype=dtype)
+    numpy = sys.modules["numpy"]
+    return numpy.zeros(shape, dtype=dtype)
+
+
+def stream_of(array):
+    """The framework's current stream on the array's device (a CUstream as an int; 0: the default stream)."""
+    if array.kind == "torch":
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(array.device)
+        return torch.cuda.current_stream(array.device).cuda_stream
+    if array.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with array.obj.device:
+            return cupy.cuda.get_current_stream().ptr
+    return 0

@@ -1,0 +1,57 @@
+"""The library's version, devices and catalog, and warming kernels ahead of their first use."""
+
+import ctypes
+
+from . import _lib
+from ._errors import InvalidArgument
+
+
+def version():
+    """The version of the loaded libtropical ("0.1.0")."""
+    return _lib.lib().tropical_version().decode()
+
+
+def abi_version():
+    """The C ABI version of the loaded libtropical."""
+    return _lib.lib().tropical_abi_version()
+
+
+def device_count():
+    """Number of CUDA devices the library can use: 0 without a driver or a GPU."""
+    return _lib.lib().tropical_device_count()
+
+
+def has_kernel(semiring, dtype, op="gemm"):
+    """True if the catalog has (semiring, dtype, op); dtype a name ("float32"), op one of
+    gemm, gemm_argmax, backward_a, backward_b and their _batched forms."""
+    dll = _lib.lib()
+    s, t, o = _lib.SEMIRINGS.get(str(semiring).lower()), _lib.DTYPES.get(str(dtype)), _lib.OPS.get(op)
+    if s is None or t is None or o is None:
+        return False
+    return bool(dll.tropical_has_kernel(s, t, o))
+
+
+def kernels():
+    """The names of every kernel of the catalog, in id order."""
+    dll = _lib.lib()
+    return [dll.tropical_kernel_name(i).decode() for i in range(dll.tropical_kernel_count())]
+
+
+def warm(names=None, *, arch=0, threads=0):
+    """Compiles kernels (names from kernels(), or every kernel if None) for sm_<arch> (0: device 0's) into
+    memory and the disk cache, so that their first use in this and later processes is a cache hit; needs
+    NVRTC, not a GPU (give arch). Returns (compiled now, already ready)."""
+    dll = _lib.lib()
+    if isinstance(names, str):
+        names = [names]
+    ids = []
+    for name in names or []:
+        kid = ctypes.c_uint32()
+        _lib.check(dll.tropical_kernel_id(name.encode(), ctypes.byref(kid)))
+        ids.append(kid.value)
+    if names is not None and not ids:
+        raise InvalidArgument("tropical: warm() got an empty list of kernels (None warms all)")
+    array = (ctypes.c_uint32 * len(ids))(*ids)
+    compiled, ready = ctypes.c_size_t(), ctypes.c_size_t()
+    _lib.check(dll.tropical_warm(array, len(ids), arch, threads, ctypes.byref(compiled), ctypes.byref(ready)))
+    return compiled.value, ready.value

@@ -1,0 +1,158 @@
+// The C ABI's GPU products: enums to types, then the typed C++ API on device
+// pointers (which checks every argument and throws tropical::Error).
+
+#include <cuda.h>
+
+#include "dispatch.hpp"
+#include "status.hpp"
+#include "tropical/gemm.hpp"
+#include "tropical/tropical.h"
+
+using tropical::c_api::alpha_of;
+using tropical::c_api::beta_of;
+using tropical::c_api::guarded;
+using tropical::c_api::not_in_catalog;
+using tropical::c_api::to_trans;
+using tropical::c_api::with_types;
+using tropical::Op;
+
+namespace {
+
+CUstream as_stream(void* stream) { return static_cast<CUstream>(stream); }
+
+}  // namespace
+
+extern "C" {
+
+tropical_status tropical_gemm(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb,
+                              int64_t m, int64_t n, int64_t k, const void* alpha, const void* a, int64_t lda,
+                              const void* b, int64_t ldb, const void* beta, void* c, int64_t ldc, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kGemm, [&]<class S, class T>() {
+      tropical::gemm<S, T>(tra, trb, m, n, k, alpha_of<S, T>(alpha), static_cast<const T*>(a), lda,
+                           static_cast<const T*>(b), ldb, beta_of<S, T>(beta), static_cast<T*>(c), ldc,
+                           as_stream(stream));
+    });
+  });
+}
+
+tropical_status tropical_gemm_argmax(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                     tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                                     const void* b, int64_t ldb, void* c, int64_t ldc, int32_t* argmax,
+                                     int64_t ldargmax, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kGemmArgmax, [&]<class S, class T>() {
+      tropical::gemm_argmax<S, T>(tra, trb, m, n, k, static_cast<const T*>(a), lda, static_cast<const T*>(b), ldb,
+                                  static_cast<T*>(c), ldc, argmax, ldargmax, as_stream(stream));
+    });
+  });
+}
+
+tropical_status tropical_backward_a(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                    tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* grad_c,
+                                    int64_t ldgc, const int32_t* argmax, int64_t ldargmax, const void* b,
+                                    int64_t ldb, void* grad_a, int64_t ldga, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kBackwardA, [&]<class S, class T>() {
+      if constexpr (tropical::kInCatalog<S, T, Op::kBackwardA>) {
+        tropical::backward_a<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
+                                   static_cast<const T*>(b), ldb, static_cast<T*>(grad_a), ldga, as_stream(stream));
+      } else {
+        not_in_catalog(semiring, dtype, Op::kBackwardA);
+      }
+    });
+  });
+}
+
+tropical_status tropical_backward_b(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                    tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* grad_c,
+                                    int64_t ldgc, const int32_t* argmax, int64_t ldargmax, const void* a,
+                                    int64_t lda, void* grad_b, int64_t ldgb, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kBackwardB, [&]<class S, class T>() {
+      if constexpr (tropical::kInCatalog<S, T, Op::kBackwardB>) {
+        tropical::backward_b<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
+                                   static_cast<const T*>(a), lda, static_cast<T*>(grad_b), ldgb, as_stream(stream));
+      } else {
+        not_in_catalog(semiring, dtype, Op::kBackwardB);
+      }
+    });
+  });
+}
+
+tropical_status tropical_gemm_batched(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                      tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* alpha,
+                                      const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                      int64_t stride_b, const void* beta, void* c, int64_t ldc, int64_t stride_c,
+                                      int64_t batch, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kGemmBatched, [&]<class S, class T>() {
+      tropical::gemm_batched<S, T>(tra, trb, m, n, k, alpha_of<S, T>(alpha), static_cast<const T*>(a), lda,
+                                   stride_a, static_cast<const T*>(b), ldb, stride_b, beta_of<S, T>(beta),
+                                   static_cast<T*>(c), ldc, stride_c, batch, as_stream(stream));
+    });
+  });
+}
+
+tropical_status tropical_gemm_batched_argmax(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                             tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* a,
+                                             int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                                             int64_t stride_b, void* c, int64_t ldc, int64_t stride_c,
+                                             int32_t* argmax, int64_t ldargmax, int64_t stride_argmax,
+                                             int64_t batch, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kGemmBatchedArgmax, [&]<class S, class T>() {
+      tropical::gemm_batched_argmax<S, T>(tra, trb, m, n, k, static_cast<const T*>(a), lda, stride_a,
+                                          static_cast<const T*>(b), ldb, stride_b, static_cast<T*>(c), ldc,
+                                          stride_c, argmax, ldargmax, stride_argmax, batch, as_stream(stream));
+    });
+  });
+}
+
+tropical_status tropical_backward_a_batched(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                            tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* grad_c,
+                                            int64_t ldgc, int64_t stride_gc, const int32_t* argmax,
+                                            int64_t ldargmax, int64_t stride_argmax, const void* b, int64_t ldb,
+                                            int64_t stride_b, void* grad_a, int64_t ldga, int64_t stride_ga,
+                                            int64_t batch, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kBackwardABatched, [&]<class S, class T>() {
+      if constexpr (tropical::kInCatalog<S, T, Op::kBackwardABatched>) {
+        tropical::backward_a_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
+                                           ldargmax, stride_argmax, static_cast<const T*>(b), ldb, stride_b,
+                                           static_cast<T*>(grad_a), ldga, stride_ga, batch, as_stream(stream));
+      } else {
+        not_in_catalog(semiring, dtype, Op::kBackwardABatched);
+      }
+    });
+  });
+}
+
+tropical_status tropical_backward_b_batched(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
+                                            tropical_trans tb, int64_t m, int64_t n, int64_t k, const void* grad_c,
+                                            int64_t ldgc, int64_t stride_gc, const int32_t* argmax,
+                                            int64_t ldargmax, int64_t stride_argmax, const void* a, int64_t lda,
+                                            int64_t stride_a, void* grad_b, int64_t ldgb, int64_t stride_gb,
+                                            int64_t batch, void* stream) {
+  return guarded([&] {
+    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
+    with_types(semiring, dtype, Op::kBackwardBBatched, [&]<class S, class T>() {
+      if constexpr (tropical::kInCatalog<S, T, Op::kBackwardBBatched>) {
+        tropical::backward_b_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
+                                           ldargmax, stride_argmax, static_cast<const T*>(a), lda, stride_a,
+                                           static_cast<T*>(grad_b), ldgb, stride_gb, batch, as_stream(stream));
+      } else {
+        not_in_catalog(semiring, dtype, Op::kBackwardBBatched);
+      }
+    });
+  });
+}
+
+}  // extern "C"
