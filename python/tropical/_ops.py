@@ -66,6 +66,8 @@ def _matrices(x, name):
         return 1, 0, x.shape, x.strides
     if ndim == 3:
         batch = x.shape[0]
+        if batch == 0:  # nothing is read: any strides will do
+            return 0, 0, x.shape[1:], (max(x.shape[2], 1), 1)
         stride = x.strides[0] if batch > 1 else 0
         if stride < 0:
             raise InvalidArgument(f"tropical: {name} has a negative batch stride")
@@ -94,7 +96,7 @@ def _output(out, like, shape, dtype, name):
         raise InvalidArgument(f"tropical: {name} has shape {tuple(x.shape)}, the product needs {tuple(shape)}")
     rows, cols = shape[-2], shape[-1]
     s0, s1 = x.strides[-2], x.strides[-1]
-    if rows and cols and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
+    if all(shape) and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
         raise InvalidArgument(f"tropical: {name} must be row-major with unit column stride (strides {x.strides})")
     ld = s0 if rows > 1 else max(cols, 1)
     stride = x.strides[0] if len(shape) == 3 and shape[0] > 1 else 0
@@ -180,7 +182,7 @@ def _row_major(x, shape, name):
         raise InvalidArgument(f"tropical: {name} has shape {tuple(x.shape)}, the product has {tuple(shape)}")
     rows, cols = shape[-2], shape[-1]
     s0, s1 = x.strides[-2], x.strides[-1]
-    if rows and cols and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
+    if all(shape) and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
         raise InvalidArgument(f"tropical: {name} must be row-major with unit column stride (strides {x.strides}); "
                               "make a contiguous copy first")
     stride = x.strides[0] if len(shape) == 3 and shape[0] > 1 else 0

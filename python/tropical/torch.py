@@ -1,0 +1,174 @@
+"""PyTorch face of tropical: custom ops (namespace ``tropical``) with fake-tensor and autograd registrations,
+so that ``torch.compile(fullgraph=True)`` traces through them and gradients flow.
+
+    import torch, tropical.torch as tt
+    c = tt.maxplus_matmul(a, b)          # 2-D, or batched 3-D (a batch of 1 broadcasts)
+    c.sum().backward()                   # dC routed through the argmax
+
+Gradients (the subgradient of the winning term, as the reference library's ``tropical_gemm.pytorch``):
+maxplus/minplus add dC to the winning a[i, k*] and b[k*, j]; maxmul scales it by the other factor;
+maxmin/minmax give it to the operand the min/max selected (b on ties). Ties in k go to the smallest k.
+Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch >= 2.4."""
+
+import torch
+
+from . import _ops
+
+if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
+    raise ImportError(f"tropical.torch needs torch >= 2.4 (torch.library.custom_op); this is torch {torch.__version__}")
+
+_PRODUCT_ROUTED = ("maxplus", "minplus", "maxmul")
+
+
+def _product_shape(a, b, semiring):
+    """The shape of a (x) b, with the same checks as the kernels' (raised while tracing too)."""
+    _ops.semiring_code(semiring)
+    if a.dim() not in (2, 3) or b.dim() not in (2, 3):
+        raise _ops.InvalidArgument(f"tropical: products take 2-D or 3-D tensors, not {a.dim()}-D and {b.dim()}-D")
+    m, k = a.shape[-2], a.shape[-1]
+    k2, n = b.shape[-2], b.shape[-1]
+    if k != k2:
+        raise _ops.InvalidArgument(f"tropical: a is {m} x {k} but b is {k2} x {n} (a's columns must equal b's rows)")
+    if a.dtype != b.dtype:
+        raise _ops.InvalidArgument(f"tropical: a is {a.dtype} but b is {b.dtype}")
+    if a.device != b.device:
+        raise _ops.InvalidArgument(f"tropical: a is on {a.device} but b is on {b.device}")
+    if a.dim() == 2 and b.dim() == 2:
+        return (m, n)
+    batch_a = a.shape[0] if a.dim() == 3 else 1
+    batch_b = b.shape[0] if b.dim() == 3 else 1
+    return (_ops._batch_of(batch_a, batch_b), m, n)
+
+
+@torch.library.custom_op("tropical::matmul", mutates_args=())
+def _matmul(a: torch.Tensor, b: torch.Tensor, semiring: str) -> torch.Tensor:
+    return _ops.matmul(a, b, semiring)
+
+
+@_matmul.register_fake
+def _(a, b, semiring):
+    return a.new_empty(_product_shape(a, b, semiring))
+
+
+@torch.library.custom_op("tropical::matmul_argmax", mutates_args=())
+def _matmul_argmax(a: torch.Tensor, b: torch.Tensor, semiring: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _ops.matmul_argmax(a, b, semiring)
+
+
+@_matmul_argmax.register_fake
+def _(a, b, semiring):
+    shape = _product_shape(a, b, semiring)
+    return a.new_empty(shape), a.new_empty(shape, dtype=torch.int32)
+
+
+@torch.library.custom_op("tropical::backward_a", mutates_args=())
+def _backward_a(grad_c: torch.Tensor, argmax: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                semiring: str) -> torch.Tensor:
+    return _ops.backward_a(grad_c.contiguous(), argmax.contiguous(), a, b, semiring)
+
+
+@_backward_a.register_fake
+def _(grad_c, argmax, a, b, semiring):
+    return a.new_empty(a.shape)
+
+
+@torch.library.custom_op("tropical::backward_b", mutates_args=())
+def _backward_b(grad_c: torch.Tensor, argmax: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                semiring: str) -> torch.Tensor:
+    return _ops.backward_b(grad_c.contiguous(), argmax.contiguous(), a, b, semiring)
+
+
+@_backward_b.register_fake
+def _(grad_c, argmax, a, b, semiring):
+    return b.new_empty(b.shape)
+
+
+def _reduce_like(grad, operand):
+    """A batched gradient (batch, r, c) summed/reshaped to the operand's shape (a broadcast batch sums)."""
+    if operand.dim() == 2:
+        return grad.sum(0)
+    if operand.shape[0] == 1 and grad.shape[0] != 1:
+        return grad.sum(0, keepdim=True)
+    return grad
+
+
+def routed_gradients(grad_c, argmax, a, b, semiring):
+    """(dA, dB) of C = a (x) b by dense torch operations: dC(i, j) goes to the winning term a(i, k*) (x)
+    b(k*, j) (k* = argmax(i, j); -1: nowhere) as the derivative of that term. The backward of maxmin and
+    minmax, and the independent expression the tests compare the kernels' backward with."""
+    semiring = semiring.lower()
+    g = grad_c if grad_c.dim() == 3 else grad_c.unsqueeze(0)
+    arg = argmax if argmax.dim() == 3 else argmax.unsqueeze(0)
+    a3 = a if a.dim() == 3 else a.unsqueeze(0)
+    b3 = b if b.dim() == 3 else b.unsqueeze(0)
+    batch, m, n = g.shape
+    k = a3.shape[-1]
+    a3, b3 = a3.expand(batch, m, k), b3.expand(batch, k, n)
+    valid = arg >= 0
+    idx = arg.clamp(min=0).long()
+    av = a3.gather(2, idx)  # a(i, k*)
+    bv = b3.gather(1, idx)  # b(k*, j)
+    zero = torch.zeros((), dtype=g.dtype, device=g.device)
+    if semiring in ("maxplus", "minplus"):
+        to_a, to_b = torch.where(valid, g, zero), torch.where(valid, g, zero)
+    elif semiring == "maxmul":
+        to_a, to_b = torch.where(valid, g * bv, zero), torch.where(valid, g * av, zero)
+    elif semiring in ("maxmin", "minmax"):
+        # The product is min(a, b) (maxmin) or max(a, b) (minmax): the operand it returned gets dC; the
+        # kernels return a only if a is NaN or strictly wins, so b gets it on ties (include/tropical/reference.hpp).
+        take_a = torch.isnan(av) | ((av < bv) if semiring == "maxmin" else (av > bv))
+        to_a, to_b = torch.where(valid & take_a, g, zero), torch.where(valid & ~take_a, g, zero)
+    else:
+        raise _ops.InvalidArgument(f"tropical: {semiring} has no gradient (andor works on booleans)")
+    grad_a = torch.zeros((batch, m, k), dtype=g.dtype, device=g.device).scatter_add_(2, idx, to_a)
+    grad_b = torch.zeros((batch, k, n), dtype=g.dtype, device=g.device).scatter_add_(1, idx, to_b)
+    return _reduce_like(grad_a, a), _reduce_like(grad_b, b)
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, semiring = inputs
+    _, argmax = output
+    ctx.save_for_backward(a, b, argmax)
+    ctx.semiring = semiring.lower()
+
+
+def _backward(ctx, grad_c, grad_argmax):
+    a, b, argmax = ctx.saved_tensors
+    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    if ctx.semiring in _PRODUCT_ROUTED:
+        grad_a = torch.ops.tropical.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None
+        grad_b = torch.ops.tropical.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None
+    else:
+        grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
+    return grad_a, grad_b, None
+
+
+_matmul_argmax.register_autograd(_backward, setup_context=_setup_context)
+
+
+def matmul(a, b, semiring="maxplus"):
+    """a (x) b over `semiring` for 2-D or 3-D tensors (a batch of 1 broadcasts), differentiable for floats:
+    with gradients enabled and an input that requires them, the forward also tracks the argmax."""
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return torch.ops.tropical.matmul_argmax(a, b, semiring)[0]
+    return torch.ops.tropical.matmul(a, b, semiring)
+
+
+def matmul_argmax(a, b, semiring="maxplus"):
+    """(C, argmax) with argmax int32 (the winning k; -1 where none); differentiable in C."""
+    return torch.ops.tropical.matmul_argmax(a, b, semiring)
+
+
+def maxplus_matmul(a, b):
+    """C(i, j) = max_k a(i, k) + b(k, j), differentiable."""
+    return matmul(a, b, "maxplus")
+
+
+def minplus_matmul(a, b):
+    """C(i, j) = min_k a(i, k) + b(k, j), differentiable."""
+    return matmul(a, b, "minplus")
+
+
+def maxmul_matmul(a, b):
+    """C(i, j) = max_k a(i, k) * b(k, j) (non-negative values), differentiable."""
+    return matmul(a, b, "maxmul")
