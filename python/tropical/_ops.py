@@ -4,7 +4,7 @@ libtropical on the array's device (the GPU on the framework's current stream, or
 
 import ctypes
 
-from . import _arrays, _lib
+from . import _arrays, _fast, _lib
 from ._errors import InvalidArgument, NotInCatalog
 
 _SCALARS = {0: ctypes.c_float, 1: ctypes.c_double, 2: ctypes.c_int32, 3: ctypes.c_int64, 4: ctypes.c_uint8}
@@ -140,10 +140,27 @@ class _Product:
             _lib.check(getattr(dll, "tropical_cpu_" + name)(*args))
 
 
+def _shortcut(a, b, semiring, want_argmax):
+    """The common case through _fast (plain 2-D torch or CuPy operands), or None."""
+    s = _lib.SEMIRINGS.get(semiring)
+    if s is None:
+        return None
+    module = type(a).__module__
+    if module == "torch":
+        return _fast.torch_product(a, b, s, s == 5, want_argmax)
+    if module.startswith("cupy"):
+        return _fast.cupy_product(a, b, s, s == 5, want_argmax)
+    return None
+
+
 def matmul(a, b, semiring="maxplus", *, alpha=None, beta=None, out=None):
     """C = alpha (x) (a (x) b) (+) beta (x) out over `semiring`; 2-D (m x k times k x n) or batched 3-D
     (a batch of 1 broadcasts). alpha/beta are scalars of the element type (None: no scaling; beta needs
     out=, which is then read and written in place). Returns an array of a's kind on a's device."""
+    if out is None and alpha is None and beta is None:
+        result = _shortcut(a, b, semiring, False)
+        if result is not None:
+            return result
     p = _Product(a, b, semiring)
     if beta is not None and out is None:
         raise InvalidArgument("tropical: beta needs out= (the C it scales)")
@@ -162,6 +179,10 @@ def matmul(a, b, semiring="maxplus", *, alpha=None, beta=None, out=None):
 def matmul_argmax(a, b, semiring="maxplus", *, out=None, out_argmax=None):
     """(C, argmax) with C = a (x) b and argmax (int32, C's shape) the k of the winning product, ties to the
     smallest k, -1 where no product beats the semiring zero; 2-D or batched 3-D like matmul."""
+    if out is None and out_argmax is None:
+        result = _shortcut(a, b, semiring, True)
+        if result is not None:
+            return result
     p = _Product(a, b, semiring)
     c, ldc, stride_c = _output(out, p.a, p.shape, p.a.dtype, "out")
     arg, ldarg, stride_arg = _output(out_argmax, p.a, p.shape, "int32", "out_argmax")

@@ -145,18 +145,54 @@ def _backward(ctx, grad_c, grad_argmax):
 
 _matmul_argmax.register_autograd(_backward, setup_context=_setup_context)
 
+# The overloads themselves: calling them skips two Python frames of the CustomOpDef wrappers per call.
+_MATMUL = torch.ops.tropical.matmul.default
+_MATMUL_ARGMAX = torch.ops.tropical.matmul_argmax.default
+
+
+def _probe(path):
+    """The torch function at `path` (dotted, from torch), or None where this torch has no such function."""
+    obj = torch
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+_COMPILING = _probe("compiler.is_compiling")
+_FUNCTION_MODE = _probe("_C._is_torch_function_mode_enabled")
+_DISPATCH_MODES = _probe("_C._len_torch_dispatch_stack")
+_FUNCTORCH_WRAPPED = _probe("_C._functorch.is_functorch_wrapped_tensor")
+_TRACING = _probe("_C._is_tracing")
+_CAN_SKIP = None not in (_COMPILING, _FUNCTION_MODE, _DISPATCH_MODES, _FUNCTORCH_WRAPPED, _TRACING)
+_TENSOR = torch.Tensor
+
+
+def _plain_eager(a, b):
+    """True if a call on a and b may skip the dispatcher and run the op's own code: plain tensors (no
+    subclass, no functorch wrapper), and no compile, trace, torch-function or dispatch mode that would
+    need to see the op. Everything else goes through torch.ops.tropical."""
+    return (_CAN_SKIP and type(a) is _TENSOR and type(b) is _TENSOR and not _COMPILING() and not _TRACING()
+            and not _FUNCTION_MODE() and _DISPATCH_MODES() == 0 and not _FUNCTORCH_WRAPPED(a)
+            and not _FUNCTORCH_WRAPPED(b))
+
 
 def matmul(a, b, semiring="maxplus"):
     """a (x) b over `semiring` for 2-D or 3-D tensors (a batch of 1 broadcasts), differentiable for floats:
-    with gradients enabled and an input that requires them, the forward also tracks the argmax."""
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        return torch.ops.tropical.matmul_argmax(a, b, semiring)[0]
-    return torch.ops.tropical.matmul(a, b, semiring)
+    with gradients enabled and an input that requires them, the forward also tracks the argmax. In plain
+    eager code the op's implementation runs directly (the dispatcher costs ~12 us a call); under
+    torch.compile, tracing, modes and transforms the call goes through torch.ops.tropical.matmul."""
+    if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
+        return _MATMUL_ARGMAX(a, b, semiring)[0]
+    if _plain_eager(a, b):
+        return _ops.matmul(a, b, semiring)
+    return _MATMUL(a, b, semiring)
 
 
 def matmul_argmax(a, b, semiring="maxplus"):
     """(C, argmax) with argmax int32 (the winning k; -1 where none); differentiable in C."""
-    return torch.ops.tropical.matmul_argmax(a, b, semiring)
+    return _MATMUL_ARGMAX(a, b, semiring)
 
 
 def maxplus_matmul(a, b):

@@ -27,7 +27,8 @@ def test_import_tropical_does_not_import_torch():
 
 def tied(shape, device, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randint(-4, 4, shape, generator=g).to(dtype) / 2).to(device)
+    x = torch.randint(-4, 4, shape, generator=g)
+    return (x.to(dtype) / 2 if dtype.is_floating_point else x.to(dtype)).to(device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -170,3 +171,12 @@ def test_mixed_devices_and_streams():
         c = tropical.matmul(x, y)
     s.synchronize()
     assert torch.equal(c, (x[:, :, None] + y[None]).amax(1))
+
+
+def test_fake_tensors_go_through_the_registered_op():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a, b = torch.empty(4, 5), torch.empty(5, 3)
+        c = tt.maxplus_matmul(a, b)
+        c3, arg3 = tt.matmul_argmax(torch.empty(2, 4, 5), b, "minplus")
+    assert c.shape == (4, 3) and c3.shape == (2, 4, 3) and arg3.dtype == torch.int32
