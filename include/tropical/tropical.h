@@ -194,6 +194,15 @@ TROPICAL_API tropical_status tropical_backward_b_batched(
 
 /* ---- CPU: host pointers, done on return; the same arguments without the stream ---------------- */
 
+/** Sets the CPU backend's thread count (n >= 1), or back to TROPICAL_NUM_THREADS / every core (n = 0). */
+TROPICAL_API tropical_status tropical_cpu_set_num_threads(int n);
+
+/** The CPU backend's thread count of a call (what n = 0 means now). */
+TROPICAL_API int tropical_cpu_num_threads(void);
+
+/** The instruction set the CPU microkernels run on ("avx512", "avx2", "sse4", "scalar", ...). */
+TROPICAL_API const char* tropical_cpu_isa(void);
+
 /** tropical_gemm on host memory. */
 TROPICAL_API tropical_status tropical_cpu_gemm(tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta,
                                                tropical_trans tb, int64_t m, int64_t n, int64_t k,

@@ -13,10 +13,11 @@ framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with th
 from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
                       Unavailable)
 from ._ops import backward_a, backward_b, matmul, matmul_argmax
-from ._runtime import abi_version, device_count, has_kernel, kernels, version, warm
+from ._runtime import (abi_version, cpu_isa, cpu_threads, device_count, has_kernel, kernels, set_cpu_threads,
+                       version, warm)
 
 SEMIRINGS = ("maxplus", "minplus", "maxmul", "maxmin", "minmax", "andor")
 
 __all__ = ["matmul", "matmul_argmax", "backward_a", "backward_b", "warm", "version", "abi_version",
-           "device_count", "has_kernel", "kernels", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
+           "device_count", "has_kernel", "kernels", "cpu_isa", "cpu_threads", "set_cpu_threads", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
            "CompileError", "CudaError", "NotInCatalog", "OutOfMemory", "InternalError"]

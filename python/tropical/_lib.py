@@ -27,6 +27,9 @@ _PROTOTYPES = {
     "tropical_has_kernel": [_E, _E, _E],
     "tropical_cpu_has_kernel": [_E, _E, _E],
     "tropical_kernel_count": [],
+    "tropical_cpu_set_num_threads": [_i],
+    "tropical_cpu_num_threads": [],
+    "tropical_cpu_isa": [],
     "tropical_kernel_name": [ctypes.c_uint32],
     "tropical_kernel_id": [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32)],
     "tropical_find_kernel": [_E, _E, _E, ctypes.POINTER(ctypes.c_uint32)],
@@ -59,6 +62,8 @@ _RESULTS = {
     "tropical_has_kernel": ctypes.c_int,
     "tropical_cpu_has_kernel": ctypes.c_int,
     "tropical_kernel_count": ctypes.c_uint32,
+    "tropical_cpu_num_threads": ctypes.c_int,
+    "tropical_cpu_isa": ctypes.c_char_p,
     "tropical_kernel_name": ctypes.c_char_p,
 }
 

@@ -55,3 +55,18 @@ def warm(names=None, *, arch=0, threads=0):
     compiled, ready = ctypes.c_size_t(), ctypes.c_size_t()
     _lib.check(dll.tropical_warm(array, len(ids), arch, threads, ctypes.byref(compiled), ctypes.byref(ready)))
     return compiled.value, ready.value
+
+
+def cpu_isa():
+    """The instruction set the CPU backend runs on ("avx512", "avx2", "sse4", "scalar", ...)."""
+    return _lib.lib().tropical_cpu_isa().decode()
+
+
+def cpu_threads():
+    """The CPU backend's thread count per call."""
+    return _lib.lib().tropical_cpu_num_threads()
+
+
+def set_cpu_threads(n):
+    """Sets the CPU backend's thread count (n >= 1), or back to TROPICAL_NUM_THREADS / every core (0)."""
+    _lib.check(_lib.lib().tropical_cpu_set_num_threads(int(n)))

@@ -6,6 +6,7 @@
 
 #include "dispatch.hpp"
 #include "status.hpp"
+#include "tropical/cpu/gemm.hpp"
 #include "tropical/runtime.hpp"
 #include "tropical/tropical.h"
 
@@ -133,6 +134,27 @@ tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsig
   if (status != TROPICAL_OK || errors == 0) return status;
   return fail(unavailable == errors ? TROPICAL_ERROR_UNAVAILABLE : TROPICAL_ERROR_COMPILE,
               first_error + (errors > 1 ? " (and " + std::to_string(errors - 1) + " more)" : std::string()));
+}
+
+tropical_status tropical_cpu_set_num_threads(int n) {
+  return guarded([&] { tropical::cpu::set_num_threads(n); });
+}
+
+int tropical_cpu_num_threads(void) {
+  try {
+    return tropical::cpu::num_threads();
+  } catch (...) {
+    return 1;
+  }
+}
+
+const char* tropical_cpu_isa(void) {
+  try {
+    // isa() names one of a fixed set of string literals, so the view is NUL-terminated.
+    return tropical::cpu::isa().data();
+  } catch (...) {
+    return "unknown";
+  }
 }
 
 }  // extern "C"

@@ -172,3 +172,17 @@ def test_a_c99_program_builds_against_the_header_and_runs(tmp_path):
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "C = [4 4; 7 7]" in out.stdout
+
+
+def test_cpu_threads_and_isa():
+    assert tropical.cpu_isa() in ("avx512", "avx2", "sse4", "scalar", "avx3", "avx3_zen4", "avx3_spr", "neon", "sve",
+                                  "sve2") or tropical.cpu_isa()
+    with pytest.raises(tropical.InvalidArgument):
+        tropical.set_cpu_threads(-1)
+    tropical.set_cpu_threads(1)
+    assert tropical.cpu_threads() == 1
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+    one = tropical.matmul(a, a)
+    tropical.set_cpu_threads(0)
+    assert tropical.cpu_threads() >= 1
+    np.testing.assert_array_equal(tropical.matmul(a, a), one)
