@@ -20,7 +20,9 @@ LD_LIBRARY_PATH anywhere:
    a compiler warning injected in one of tropical's headers: it must warn,
    build and run, and build neither the tool nor anything to install.
 
-Every program runs its CPU-only path.
+Every program runs its CPU-only path. The installed Python package (PYTHONPATH = the prefix's site
+directory, nothing else) finds the prefix's own library, also once the prefix is moved, and a C99 program
+builds against the installed tropical.h.
 
 Usage: consumers_test.py SOURCE_ROOT
 """
@@ -181,6 +183,38 @@ def headers_compile_alone(prefix, env):
             check(proc.returncode == 0, f"installed <{rel}> does not compile alone:\n{proc.stderr}")
 
 
+PYTHON_CHECK = """
+import sys, numpy, tropical
+from tropical import _lib
+path = _lib.lib()._name
+assert path.startswith(sys.argv[1]), (path, sys.argv[1])
+c, k = tropical.matmul_argmax(numpy.array([[0, 1, 2], [3, 4, 5]], numpy.float32),
+                              numpy.array([[1, 0], [0, 1], [2, 2]], numpy.float32))
+assert c.tolist() == [[4, 4], [7, 7]] and k.tolist() == [[2, 2], [2, 2]], (c, k)
+print("installed tropical", tropical.version(), "from", path)
+"""
+
+
+def python_and_c_from_prefix(prefix, env, where):
+    """The installed Python package (on PYTHONPATH alone, no TROPICAL_LIBRARY) finds the prefix's own library
+    and computes; a C99 program builds against the installed tropical.h and runs."""
+    inits = glob.glob(os.path.join(prefix, "**", "tropical", "__init__.py"), recursive=True)
+    check(len(inits) == 1, f"the Python package is not installed under {prefix} ({where})")
+    site = os.path.dirname(os.path.dirname(inits[0]))
+    py_env = dict(env, PYTHONPATH=site)
+    py_env.pop("TROPICAL_LIBRARY", None)
+    run([sys.executable, "-c", PYTHON_CHECK, os.path.realpath(prefix)], env=py_env, cwd=prefix)
+
+
+def c_program_from_prefix(prefix, env):
+    flags = shlex.split(output(["pkg-config", "--cflags", "--libs", "tropical"], env=env))
+    exe = os.path.join(prefix, "maxplus_c")
+    run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", os.path.join(SOURCE, "examples", "c", "maxplus.c"),
+         "-o", exe, *flags], env=env)
+    run([exe], env=env)
+    os.remove(exe)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tropical-consumers-")
     env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(tmp, "cache"))
@@ -199,12 +233,15 @@ def main():
         cache_layer = os.path.join(prefix, "share", "tropical", "cache")
         check(len(glob.glob(os.path.join(cache_layer, "*.entry"))) == len(PREBUILT), "prebuilt layer not installed")
         prebuilt_layer_compiles_nothing(tool, env, "installed")
+        python_and_c_from_prefix(prefix, env, "installed")
+        c_program_from_prefix(prefix, env)
         moved = os.path.join(tmp, "moved")
         os.rename(prefix, moved)
         # The tool's run path names the old prefix: the loader is told where the library went, and the
         # library finds its layer relative to itself.
         moved_env = dict(env, LD_LIBRARY_PATH=os.path.join(moved, os.path.relpath(libdir, prefix)))
         prebuilt_layer_compiles_nothing(os.path.join(moved, "bin", "tropical"), moved_env, "moved prefix")
+        python_and_c_from_prefix(moved, env, "moved prefix")
         os.rename(moved, prefix)
 
         # 2. pkg-config: by hand, then from a meson project.
