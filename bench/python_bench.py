@@ -126,9 +126,10 @@ torch.cuda.init(); x = torch.zeros(1, device="cuda"); torch.cuda.synchronize()
 a, b = torch.randn(1024, 1024, device="cuda"), torch.randn(1024, 1024, device="cuda"); torch.cuda.synchronize()
 t0 = time.perf_counter()
 import tropical.torch as tt
-c = tt.maxplus_matmul(a, b); torch.cuda.synchronize()
 t1 = time.perf_counter()
-print((t1 - t0) * 1e3)
+c = tt.maxplus_matmul(a, b); torch.cuda.synchronize()
+t2 = time.perf_counter()
+print((t1 - t0) * 1e3, (t2 - t1) * 1e3)
 """
 
 
@@ -136,7 +137,7 @@ def fresh(code, env):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
-    return float(out.stdout.strip().splitlines()[-1])
+    return [float(x) for x in out.stdout.strip().splitlines()[-1].split()]
 
 
 def first():
@@ -151,9 +152,10 @@ def first():
     for _ in range(5):
         warm.append(fresh(CHILD_FIRST, env))
     print("\nfirst tropical.torch.maxplus_matmul (1024^3 f32) in a fresh process, after import torch and the "
-          "context, incl. import tropical.torch (ms), median (min-max) of 5 processes")
-    print(f"  cold (empty cache, CUDA_CACHE_DISABLE=1): {spread(cold)}")
-    print(f"  warm (cache filled by an earlier process): {spread(warm)}")
+          "context (ms), median (min-max) of 5 processes")
+    for name, runs in (("cold (empty cache, CUDA_CACHE_DISABLE=1)", cold), ("warm (cache filled before)", warm)):
+        print(f"  {name:42s} import tropical.torch {spread([r[0] for r in runs])}, first product "
+              f"{spread([r[1] for r in runs])}, both {spread([r[0] + r[1] for r in runs])}")
 
 
 CHILD_COMPILE = r"""
@@ -176,11 +178,11 @@ def compile_bench():
     cold, warm = [], []
     for _ in range(5):
         d = tempfile.mkdtemp(prefix="tropical-bench-inductor-cold-")
-        cold.append(fresh(CHILD_COMPILE, dict(os.environ, TORCHINDUCTOR_CACHE_DIR=d, TRITON_CACHE_DIR=d + "/triton")))
+        cold.append(fresh(CHILD_COMPILE, dict(os.environ, TORCHINDUCTOR_CACHE_DIR=d, TRITON_CACHE_DIR=d + "/triton"))[0])
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=cache + "/triton")
     fresh(CHILD_COMPILE, env)
     for _ in range(5):
-        warm.append(fresh(CHILD_COMPILE, env))
+        warm.append(fresh(CHILD_COMPILE, env)[0])
     n = 1024
     a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
 
