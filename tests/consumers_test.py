@@ -10,8 +10,9 @@ LD_LIBRARY_PATH anywhere:
    three cheap kernels, -Dprebuilt_kernels, so that CI stays quick): a user
    with an empty cache compiles none of them, before and after the prefix is
    moved (issue 14, test 4);
-2. pkg-config: a program compiled by hand with
-   `c++ ... $(pkg-config --cflags --libs tropical)`, and a meson project
+2. pkg-config: programs compiled by hand with
+   `c++ ... $(pkg-config --cflags --libs tropical)` (the README's complete
+   program, examples/first_product, among them), and a meson project
    (examples/installed) that finds it through pkg-config;
 3. CMake: examples/cmake, through find_package(tropical) (skipped, with a
    message, where cmake is not installed);
@@ -250,6 +251,11 @@ def main():
         run(["c++", "-std=c++20", os.path.join(SOURCE, "examples", "installed", "installed_consumer.cpp"), "-o",
              by_hand, *flags], env=env)
         run([by_hand], env=env)
+        # The README's complete program, as its header comment builds it.
+        first = os.path.join(tmp, "first_product")
+        run(["c++", "-std=c++20", os.path.join(SOURCE, "examples", "first_product", "first_product.cpp"), "-o",
+             first, *flags], env=env)
+        run([first], env=env)
         run(["meson", "setup", os.path.join(tmp, "installed"), os.path.join(SOURCE, "examples", "installed")],
             env=env)
         run(["ninja", "-C", os.path.join(tmp, "installed")], env=env)
