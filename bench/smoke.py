@@ -3,14 +3,15 @@ device, as on CI) and fails if it crashes or exits non-zero, or if a row reports
 a skip for want of a GPU: an argument list that drifted from its kernel (bench/guard.hpp), an exception.
 
 Usage: smoke.py BINARY [BENCHMARK ARGS...]
-Google Benchmark binaries get --benchmark_format=json and a small --benchmark_min_time; every row
-they run must succeed or skip with one of ALLOWED.
+The binary gets --benchmark_out (JSON) and a small --benchmark_min_time; every row it runs must
+succeed or skip with one of ALLOWED.
 """
 
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 # What a row may say without a GPU (and nothing else).
 ALLOWED = ("no CUDA device", "tropical: no usable CUDA driver", "tropical: no CUDA device")
@@ -19,14 +20,18 @@ ALLOWED = ("no CUDA device", "tropical: no usable CUDA driver", "tropical: no CU
 def main():
     binary, args = sys.argv[1], sys.argv[2:]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    cmd = [binary, *args, "--benchmark_format=json", "--benchmark_min_time=0.01"]
-    print("+", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    sys.stderr.write(proc.stderr)
-    if proc.returncode != 0:
-        print(f"{os.path.basename(binary)} exited {proc.returncode}:\n{proc.stdout}")
-        return 1
-    rows = json.loads(proc.stdout)["benchmarks"]
+    with tempfile.TemporaryDirectory(prefix="tropical-smoke-") as tmp:
+        out = os.path.join(tmp, "rows.json")
+        # The rows go to a file: a binary with its own console reporter still writes --benchmark_out.
+        cmd = [binary, *args, "--benchmark_out=" + out, "--benchmark_out_format=json", "--benchmark_min_time=0.01"]
+        print("+", " ".join(cmd), flush=True)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        sys.stderr.write(proc.stderr)
+        if proc.returncode != 0 or not os.path.exists(out):
+            print(f"{os.path.basename(binary)} exited {proc.returncode}:\n{proc.stdout}")
+            return 1
+        with open(out, encoding="utf-8") as f:
+            rows = json.load(f)["benchmarks"]
     bad = []
     for row in rows:
         message = row.get("error_message", "")
