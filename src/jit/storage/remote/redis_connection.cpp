@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -216,13 +217,14 @@ void free_reply(void* reply) { delete static_cast<RedisReply*>(reply); }
 redisReplyObjectFunctions kReplyFunctions = {create_string, create_array, create_integer, create_nil, free_reply};
 
 // The length a bulk string reply announces in its first bytes ("$<length>\r\n"), or -1 if they are not one
-// (or not all there yet).
+// (a nil "$-1", another reply) or not all there yet; more than 18 digits: the largest long long.
 long long announced_length(const char* bytes, std::size_t size) {
   if (size < 4 || bytes[0] != '$') return -1;
   long long length = 0;
-  for (std::size_t i = 1; i < size && i < 21; ++i) {
-    if (bytes[i] == '\r') return i > 1 ? length : -1;
+  for (std::size_t i = 1; i < size; ++i) {
+    if (bytes[i] == '\r') return i > 1 && i + 1 < size && bytes[i + 1] == '\n' ? length : -1;
     if (bytes[i] < '0' || bytes[i] > '9') return -1;
+    if (i > 18) return std::numeric_limits<long long>::max();  // more digits than any value we take
     length = length * 10 + (bytes[i] - '0');
   }
   return -1;
@@ -312,6 +314,72 @@ IoStatus RedisConnection::send_all(std::string_view bytes, Clock::time_point dea
   return IoStatus::kOk;
 }
 
+IoStatus RedisConnection::receive(char* into, std::size_t max, std::size_t* got, Clock::time_point deadline,
+                                  std::string* detail) {
+  for (;;) {
+    const ssize_t n = recv(fd_, into, max, 0);
+    if (n > 0) {
+      *got = static_cast<std::size_t>(n);
+      return IoStatus::kOk;
+    }
+    if (n == 0) {
+      *detail = "the server closed the connection";
+      return IoStatus::kClosed;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *detail = std::string("recv: ") + std::strerror(errno);
+      return IoStatus::kClosed;
+    }
+    if (const IoStatus s = wait_for(fd_, POLLIN, deadline); s != IoStatus::kOk) {
+      *detail = "no reply within the operation timeout";
+      return s;
+    }
+  }
+}
+
+// A value (a bulk string reply) of `length` bytes, of which `received` (after the header) came with the header:
+// read straight into the reply's own buffer, then its closing CRLF. One command is in flight per connection,
+// so nothing may follow the reply.
+IoStatus RedisConnection::read_bulk(std::size_t length, std::string_view received, Clock::time_point deadline,
+                                    RedisReply* reply, std::string* detail) {
+  std::string text;
+  try {
+    text.resize(length);
+  } catch (const std::bad_alloc&) {
+    *detail = "out of memory for a value of " + std::to_string(length) + " bytes";
+    return IoStatus::kProtocol;
+  }
+  std::size_t have = std::min(length, received.size());
+  std::memcpy(text.data(), received.data(), have);
+  received.remove_prefix(have);
+  while (have < length) {
+    std::size_t got = 0;
+    if (const IoStatus s = receive(text.data() + have, length - have, &got, deadline, detail); s != IoStatus::kOk)
+      return s;
+    have += got;
+  }
+  char tail[2];
+  std::size_t tail_have = std::min<std::size_t>(2, received.size());
+  std::memcpy(tail, received.data(), tail_have);
+  const bool extra = received.size() > 2;
+  while (tail_have < 2) {
+    std::size_t got = 0;
+    if (const IoStatus s = receive(tail + tail_have, 2 - tail_have, &got, deadline, detail); s != IoStatus::kOk)
+      return s;
+    tail_have += got;
+  }
+  if (extra || tail[0] != '\r' || tail[1] != '\n') {
+    *detail = "bad reply: a value not followed by CRLF alone";
+    return IoStatus::kProtocol;
+  }
+  reply->type = RedisReply::Type::kString;
+  reply->text = std::move(text);
+  reply->integer = 0;
+  reply->elements.clear();
+  return IoStatus::kOk;
+}
+
 IoStatus RedisConnection::read_reply(Clock::time_point deadline, RedisReply* reply, std::string* detail) {
   std::vector<char> buffer(std::size_t{64} << 10);
   std::size_t total = 0;
@@ -326,40 +394,31 @@ IoStatus RedisConnection::read_reply(Clock::time_point deadline, RedisReply* rep
       *reply = std::move(*built);
       return IoStatus::kOk;
     }
-    const ssize_t n = recv(fd_, buffer.data(), buffer.size(), 0);
-    if (n > 0) {
-      // A value announced larger than the cap is refused at its header, before its bytes are read.
-      const long long announced = total == 0 ? announced_length(buffer.data(), static_cast<std::size_t>(n)) : -1;
+    std::size_t n = 0;
+    if (const IoStatus s = receive(buffer.data(), buffer.size(), &n, deadline, detail); s != IoStatus::kOk) return s;
+    if (total == 0) {
+      // A value: refused at its header if it is larger than the cap, else read past hiredis into its own buffer.
+      const std::string_view first(buffer.data(), n);
+      const long long announced = announced_length(first.data(), first.size());
       if (announced > static_cast<long long>(kMaxReplyBytes)) {
         *detail = "a value of " + std::to_string(announced) + " bytes, larger than " +
                   std::to_string(kMaxReplyBytes >> 20) + " MiB";
         return IoStatus::kProtocol;
       }
-      total += static_cast<std::size_t>(n);
-      if (total > kMaxReplyBytes) {
-        *detail = "reply larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";
-        return IoStatus::kProtocol;
+      if (announced >= 0) {
+        const std::size_t header = first.find("\r\n") + 2;
+        return read_bulk(static_cast<std::size_t>(announced), first.substr(header), deadline, reply, detail);
       }
-      if (redisReaderFeed(reader_->reader, buffer.data(), static_cast<std::size_t>(n)) != REDIS_OK) {
-        *detail = "out of memory reading a reply";
-        return IoStatus::kProtocol;
-      }
-      continue;
     }
-    if (n == 0) {
-      *detail = "the server closed the connection";
-      return IoStatus::kClosed;
+    total += n;
+    if (total > kMaxReplyBytes) {
+      *detail = "reply larger than " + std::to_string(kMaxReplyBytes >> 20) + " MiB";
+      return IoStatus::kProtocol;
     }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (const IoStatus s = wait_for(fd_, POLLIN, deadline); s != IoStatus::kOk) {
-        *detail = "no reply within the operation timeout";
-        return s;
-      }
-      continue;
+    if (redisReaderFeed(reader_->reader, buffer.data(), n) != REDIS_OK) {
+      *detail = "out of memory reading a reply";
+      return IoStatus::kProtocol;
     }
-    *detail = std::string("recv: ") + std::strerror(errno);
-    return IoStatus::kClosed;
   }
 }
 

@@ -5,6 +5,8 @@
 #include <sys/un.h>
 
 #include <future>
+#include <optional>
+#include <utility>
 #include <thread>
 
 #include "redis_server.hpp"
@@ -297,6 +299,29 @@ TEST(RedisClient, value_announced_above_the_cap_is_refused_at_its_header) {
   EXPECT_LT(since(start), milliseconds(1000)) << "read on towards a value it should have refused";
   ASSERT_EQ(warnings.count(), 1u);
   EXPECT_NE(warnings.text().find("250000000 bytes"), std::string::npos) << warnings.text();
+}
+
+// Values are read straight into their own buffer, sized from the header: its edges.
+TEST(RedisClient, value_read_past_the_parser_keeps_the_protocol) {
+  const std::pair<std::string, std::optional<std::string>> cases[] = {
+      {"$3\r\nabc\r\n", "abc"},      {"$0\r\n\r\n", ""},          {"$-1\r\n", std::nullopt},
+      {"$3\r\nabcXY", std::nullopt}, {"$3\r\nabc\r\n+OK\r\n", std::nullopt}};
+  for (const auto& [answer, value] : cases) {
+    FakeServer fake(answer);
+    ClientOptions o = options_for(fake.url());
+    o.operation_timeout = milliseconds(300);
+    RedisClient client(o, {});
+    const CallResult got = client.call({"GET", "k"});
+    if (value) {
+      ASSERT_EQ(got.status, CallStatus::kOk) << answer;
+      EXPECT_EQ(got.reply.type, RedisReply::Type::kString) << answer;
+      EXPECT_EQ(got.reply.text, *value) << answer;
+    } else if (answer == "$-1\r\n") {
+      EXPECT_EQ(got.reply.type, RedisReply::Type::kNil);
+    } else {
+      EXPECT_EQ(got.status, CallStatus::kFailed) << answer;
+    }
+  }
 }
 
 TEST(RedisClient, nested_and_nil_replies_keep_their_shape) {

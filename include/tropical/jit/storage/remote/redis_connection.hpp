@@ -51,7 +51,8 @@ class RedisConnection {
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   /// Sends one command (binary-safe arguments) and reads its reply by `deadline`; a reply
-  /// larger than kMaxReplyBytes is kProtocol. A value is copied once, into *reply. On kOk *reply holds the reply (kError included).
+  /// larger than kMaxReplyBytes is kProtocol. A bulk string reply (a value) is received straight into
+  /// reply->text, sized from its header: no other copy of it is made. On kOk *reply holds the reply (kError included).
   IoStatus command(std::span<const std::string_view> args, Clock::time_point deadline, RedisReply* reply,
                    std::string* detail);
 
@@ -64,6 +65,9 @@ class RedisConnection {
   explicit RedisConnection(int fd);
   IoStatus send_all(std::string_view bytes, Clock::time_point deadline, std::string* detail);
   IoStatus read_reply(Clock::time_point deadline, RedisReply* reply, std::string* detail);
+  IoStatus receive(char* into, std::size_t max, std::size_t* got, Clock::time_point deadline, std::string* detail);
+  IoStatus read_bulk(std::size_t length, std::string_view received, Clock::time_point deadline, RedisReply* reply,
+                     std::string* detail);
 
   int fd_;
   struct Reader;
