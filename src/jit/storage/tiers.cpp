@@ -188,13 +188,22 @@ namespace {
 std::vector<std::unique_ptr<Store>> layers_of(const CacheConfig& config, const LocalStore& primary) {
   std::vector<std::unique_ptr<Store>> layers;
   std::vector<std::filesystem::path> seen = {primary.config().dir.lexically_normal()};
+  // A few refused layers are warned about one by one, the rest counted: 500 missing layers are not 500 lines.
+  constexpr std::size_t kShown = 3;
+  std::size_t refused = 0, unshown = 0;
   const auto add = [&](const std::filesystem::path& dir, bool quiet) {
     const std::filesystem::path normal = dir.lexically_normal();
     if (dir.empty() || std::find(seen.begin(), seen.end(), normal) != seen.end()) return;
     seen.push_back(normal);
-    layers.push_back(std::make_unique<LayerStore>(dir, config.log, quiet));
+    auto layer = std::make_unique<LayerStore>(dir, config.log, quiet || refused >= kShown);
+    if (!quiet && !layer->trusted() && refused++ >= kShown) ++unshown;
+    layers.push_back(std::move(layer));
   };
   for (const auto& dir : config.layers) add(dir, false);
+  if (unshown != 0) {
+    warn_once(Problem::kLayerRefused, "... and more",
+              "tropical: warning: ... and " + std::to_string(unshown) + " more cache layers not used\n");
+  }
   if (!primary.fell_back_from().empty()) add(primary.fell_back_from(), true);
   // Not installed (a build tree, a package built without -Dprebuilt_archs): no tier at all.
   std::error_code ignored;

@@ -171,6 +171,18 @@ TEST_F(TiersTest, the_tiers_below_the_primary_are_made_on_its_first_miss) {
   EXPECT_EQ(count_of(out.err.substr(hits_end), "missing-layer"), 1) << out.err;
 }
 
+// Issue 27, item 11: 500 missing layers are three warnings and a count, not 500 warnings.
+TEST_F(TiersTest, many_missing_layers_are_warned_about_a_few_times_then_counted) {
+  CacheConfig c = config();
+  for (int i = 0; i < 500; ++i) c.layers.push_back(root_ / ("missing-" + std::to_string(i)));
+  c.prebuilt_layer = false;
+  Child child([&] { return Tiers(c).list().size() == 501 ? 0 : 1; }, true);
+  const Outcome out = child.wait();
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(count_of(out.err, "warning"), 4) << out.err;
+  EXPECT_NE(out.err.find("and 497 more cache layers"), std::string::npos) << out.err;
+}
+
 // The copy of a lower hit is written by a background thread; a process that exits right after the hit (the
 // tiers never destroyed, as the tropical API's registry) still leaves the entry in the primary.
 TEST_F(TiersTest, a_copied_hit_is_in_the_primary_after_the_process_exits_at_once) {
