@@ -1,5 +1,9 @@
 // Opening the local store's directory: the policy checks, the fallback directory, the lock directory and
 // the statistics file.
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
 #include "local_store_impl.hpp"
 
 namespace tropical::jit {
@@ -40,9 +44,31 @@ void LocalStore::Impl::reset_directory(const std::filesystem::path& to) {
   name = "local " + to.string();
 }
 
+namespace {
+
+// Directories of the system that a mistyped --cache-dir (or a root shell's) must not turn into a cache: the
+// store would add lock, statistics and entry files to them.
+bool is_system_directory(const std::filesystem::path& dir) {
+  static constexpr std::string_view kSystem[] = {"/",     "/bin",  "/boot", "/dev",  "/etc",  "/lib", "/lib32",
+                                                 "/lib64", "/proc", "/run",  "/sbin", "/sys",  "/usr", "/var"};
+  std::error_code ignored;
+  const std::filesystem::path real = std::filesystem::weakly_canonical(dir, ignored).lexically_normal();
+  for (const std::filesystem::path& path : {dir.lexically_normal(), real}) {
+    std::string text = path.string();
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    if (std::find(std::begin(kSystem), std::end(kSystem), text) != std::end(kSystem)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<LocalStore::Impl::Trouble> LocalStore::Impl::open(bool private_only) {
   if (config.dir.empty()) {
     return Trouble{Problem::kUnusable, "unusable (no directory: set TROPICAL_CACHE_DIR or HOME)", true};
+  }
+  if (is_system_directory(config.dir)) {
+    return Trouble{Problem::kUnusable, "unusable (a system directory, not a cache)", true};
   }
   // The fallback lives in a shared $TMPDIR: a link planted under its name must not steer our entries.
   local::Directory opened = local::open_directory(config.dir, private_only);

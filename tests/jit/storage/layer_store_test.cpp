@@ -229,6 +229,27 @@ TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_di
   EXPECT_EQ(fs::status(root_ / "fallback").permissions(), fs::perms::owner_all);
 }
 
+// Issue 27, item 11: root's --cache-dir /etc (or /dev, /usr, ...) is not adopted as a cache. The child mounts a
+// private tmpfs over /etc first, so that a failure of this test writes into that, not into the real /etc.
+TEST_F(LayerStoreTest, system_directory_is_not_adopted_as_a_cache) {
+  Child child(
+      [&] {
+        if (!mount_private_tmpfs("/etc", "1m").empty()) return 77;
+        CacheConfig c = config();
+        c.dir = "/etc/";
+        c.fallback_dir = root_ / "fallback";
+        LocalStore store(c);
+        std::error_code ignored;
+        if (!std::filesystem::is_empty("/etc", ignored)) return 1;  // lock, statistics or entry files went in
+        return store.config().dir == root_ / "fallback" ? 0 : 2;
+      },
+      true);
+  const Outcome out = child.wait();
+  if (out.exit_code == 77) GTEST_SKIP() << "no private mount namespace here";
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.err.find("a system directory"), std::string::npos) << out.err;
+}
+
 // Issue 27, item 8: the fallback under a shared $TMPDIR is not opened through a link another user planted
 // under its name (with fs.protected_symlinks=0, as in many containers); the target stays untouched.
 TEST_F(LayerStoreTest, fallback_planted_as_a_symbolic_link_is_not_followed) {
