@@ -1,10 +1,11 @@
 #pragma once
 
-// The blocked product (BLIS's loops): C is cut into tasks of MC x NB elements
+// The blocked product (BLIS's loops): C is cut into tasks of MB x NB elements
 // (per product of a batch), spread over the pool; a task walks k in blocks of
-// KC, packs its op(B) panel (KC x NB, in L2) and op(A) block (MC x KC), then
-// runs the register-tiled microkernel over every mr x nr tile, the B sliver
-// staying in L1 while the A slivers stream from L2. A task owns its C tile for
+// KC, packs its op(B) panel (KC x NB, in L2) once per block, then for each MC
+// rows packs the op(A) block (MC x KC) and runs the register-tiled microkernel
+// over every mr x nr tile, the B sliver staying in L1 while the A slivers
+// stream from L2. A task owns its C tile for
 // all of k, so partial results may live in C (or, with alpha/beta, in a scratch
 // tile: C's old value is needed at the end) and no two threads share a write.
 
@@ -134,21 +135,26 @@ void run_product(const Product<T>& p, int threads) {
   kc_max = kc_max < 64 ? 64 : (kc_max > 1024 ? 1024 : kc_max);
   const std::int64_t mc = mr * (96 / mr > 0 ? 96 / mr : 1);
   std::int64_t nb = nr * (512 / nr > 0 ? 512 / nr : 1);
-  const std::int64_t tiles_m = (p.m + mc - 1) / mc;
   const double macs = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
                       static_cast<double>(p.batch);
   if (macs < 262144.0) threads = 1;
-  // Enough tasks for the threads to share evenly: narrower column blocks first.
-  while (threads > 1 && p.batch * tiles_m * ((p.n + nb - 1) / nb) < 4 * threads && nb > 2 * nr) {
-    nb = (nb / 2 + nr - 1) / nr * nr;
-  }
-  const std::int64_t tiles_n = (p.n + nb - 1) / nb;
+  // A task takes mb rows (a multiple of mc) of one column block and packs its B
+  // panel once per k block for all of them: packing costs a copy per element
+  // per mb multiply-adds, which is 1/6 of the kernel's time at mb = mc = 96 on
+  // AVX-512. With alpha/beta, mb = mc bounds the scratch tile. Enough tasks for
+  // the threads to share evenly (3 each): fewer rows per task first, then
+  // narrower column blocks.
+  std::int64_t mb = with_epilogue ? mc : (p.m + mc - 1) / mc * mc;
+  const auto tasks = [&] { return p.batch * ((p.m + mb - 1) / mb) * ((p.n + nb - 1) / nb); };
+  while (threads > 1 && tasks() < 3 * threads && mb > mc) mb = (mb / 2 + mc - 1) / mc * mc;
+  while (threads > 1 && tasks() < 3 * threads && nb > 2 * nr) nb = (nb / 2 + nr - 1) / nr * nr;
+  const std::int64_t tiles_m = (p.m + mb - 1) / mb, tiles_n = (p.n + nb - 1) / nb;
   const std::int64_t per_product = tiles_m * tiles_n;
 
   parallel_for(p.batch * per_product, threads, [&](std::int64_t task) {
     const std::int64_t q = task / per_product, rem = task % per_product;
-    const std::int64_t i0 = rem / tiles_n * mc, j0 = rem % tiles_n * nb;
-    const std::int64_t rows = p.m - i0 < mc ? p.m - i0 : mc, cols = p.n - j0 < nb ? p.n - j0 : nb;
+    const std::int64_t i0 = rem / tiles_n * mb, j0 = rem % tiles_n * nb;
+    const std::int64_t rows = p.m - i0 < mb ? p.m - i0 : mb, cols = p.n - j0 < nb ? p.n - j0 : nb;
     const T* a = p.a + q * p.stride_a;
     const T* b = p.b + q * p.stride_b;
     T* c = p.c + q * p.stride_c + i0 * p.ldc + j0;
@@ -170,50 +176,55 @@ void run_product(const Product<T>& p, int threads) {
       return;
     }
     const std::int64_t kc_cap = p.k < kc_max ? p.k : kc_max;
-    T* apack = buf.a.get<T>(static_cast<std::size_t>(rows_pad * kc_cap));
+    const std::int64_t mc_pad = (rows < mc ? rows_pad : mc);
+    T* apack = buf.a.get<T>(static_cast<std::size_t>(mc_pad * kc_cap));
     T* bpack = buf.b.get<T>(static_cast<std::size_t>(cols_pad * kc_cap));
     for (std::int64_t pc = 0; pc < p.k; pc += kc_max) {
       const std::int64_t kc = p.k - pc < kc_max ? p.k - pc : kc_max;
       pack_b<S, T>(p.tb, b, p.ldb, pc, kc, j0, cols, nr, bpack);
-      pack_a<S, T>(p.ta, a, p.lda, i0, rows, pc, kc, mr, apack);
-      for (std::int64_t js = 0; js * nr < cols; ++js) {
-        const int vc = static_cast<int>(cols - js * nr < nr ? cols - js * nr : nr);
-        const T* bs = bpack + js * kc * nr;
-        for (std::int64_t is = 0; is * mr < rows; ++is) {
-          const int vr = static_cast<int>(rows - is * mr < mr ? rows - is * mr : mr);
-          const T* as = apack + is * kc * mr;
-          TileArgs<T> t{kc, as, bs, nullptr, 0, nullptr, 0, pc, pc > 0};
-          const bool direct = with_epilogue || (vr == mr && vc == nr);
-          T* c_tile = c + is * mr * p.ldc + js * nr;
-          std::int32_t* x_tile = with_argmax ? x + is * mr * p.ldargmax + js * nr : nullptr;
-          if (with_epilogue) {
-            t.c = acc + is * mr * cols_pad + js * nr;
-            t.ldc = cols_pad;
-          } else if (direct) {
-            t.c = c_tile;
-            t.ldc = p.ldc;
-            t.idx = x_tile;
-            t.ldidx = p.ldargmax;
-          } else {
-            t.c = tile;
-            t.ldc = nr;
-            t.idx = tile_idx;
-            t.ldidx = nr;
-            if (pc > 0) {
-              for (int r = 0; r < vr; ++r) {
-                for (int col = 0; col < vc; ++col) {
-                  tile[r * nr + col] = c_tile[r * p.ldc + col];
-                  if (with_argmax) tile_idx[r * nr + col] = x_tile[r * p.ldargmax + col];
+      for (std::int64_t ic = 0; ic < rows; ic += mc) {
+        const std::int64_t rows_ic = rows - ic < mc ? rows - ic : mc;
+        pack_a<S, T>(p.ta, a, p.lda, i0 + ic, rows_ic, pc, kc, mr, apack);
+        for (std::int64_t js = 0; js * nr < cols; ++js) {
+          const int vc = static_cast<int>(cols - js * nr < nr ? cols - js * nr : nr);
+          const T* bs = bpack + js * kc * nr;
+          for (std::int64_t is = 0; is * mr < rows_ic; ++is) {
+            const int vr = static_cast<int>(rows_ic - is * mr < mr ? rows_ic - is * mr : mr);
+            const T* as = apack + is * kc * mr;
+            const std::int64_t r0 = ic + is * mr;
+            TileArgs<T> t{kc, as, bs, nullptr, 0, nullptr, 0, pc, pc > 0};
+            const bool direct = with_epilogue || (vr == mr && vc == nr);
+            T* c_tile = c + r0 * p.ldc + js * nr;
+            std::int32_t* x_tile = with_argmax ? x + r0 * p.ldargmax + js * nr : nullptr;
+            if (with_epilogue) {
+              t.c = acc + r0 * cols_pad + js * nr;
+              t.ldc = cols_pad;
+            } else if (direct) {
+              t.c = c_tile;
+              t.ldc = p.ldc;
+              t.idx = x_tile;
+              t.ldidx = p.ldargmax;
+            } else {
+              t.c = tile;
+              t.ldc = nr;
+              t.idx = tile_idx;
+              t.ldidx = nr;
+              if (pc > 0) {
+                for (int r = 0; r < vr; ++r) {
+                  for (int col = 0; col < vc; ++col) {
+                    tile[r * nr + col] = c_tile[r * p.ldc + col];
+                    if (with_argmax) tile_idx[r * nr + col] = x_tile[r * p.ldargmax + col];
+                  }
                 }
               }
             }
-          }
-          kernel(t);
-          if (!direct) {
-            for (int r = 0; r < vr; ++r) {
-              for (int col = 0; col < vc; ++col) {
-                c_tile[r * p.ldc + col] = tile[r * nr + col];
-                if (with_argmax) x_tile[r * p.ldargmax + col] = tile_idx[r * nr + col];
+            kernel(t);
+            if (!direct) {
+              for (int r = 0; r < vr; ++r) {
+                for (int col = 0; col < vc; ++col) {
+                  c_tile[r * p.ldc + col] = tile[r * nr + col];
+                  if (with_argmax) x_tile[r * p.ldargmax + col] = tile_idx[r * nr + col];
+                }
               }
             }
           }
