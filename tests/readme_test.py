@@ -3,7 +3,8 @@
 - the C++ example in the README is examples/first_product/first_product.cpp, verbatim (that file is built
   and run by the `first_product` test);
 - every command and flag named in the command table ("## The `tropical` command") is one that
-  `tropical --help` and `tropical COMMAND --help` name.
+  `tropical --help` and `tropical COMMAND --help` name;
+- every line of bench/RESULTS.md it cites exists and holds a figure.
 
 Usage: readme_test.py SOURCE_ROOT PATH_TO_TROPICAL
 """
@@ -60,6 +61,18 @@ class ReadmeTest(unittest.TestCase):
                 for flag in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", " ".join(words[2:])):
                     self.assertRegex(known, rf"(?<![\w-]){re.escape(flag)}(?![\w-])",
                                      f"`{span}` names {flag}, which `tropical {command} --help` does not know")
+
+    def test_every_results_line_the_readme_cites_holds_a_figure(self):
+        with open(os.path.join(SOURCE, "bench", "RESULTS.md"), encoding="utf-8") as f:
+            results = f.read().splitlines()
+        text = " ".join(readme().split())
+        cited = re.findall(r"`bench/RESULTS\.md`,? lines? (\d+)(?:[–-](\d+))?", text)
+        self.assertTrue(cited, "the README cites no line of bench/RESULTS.md")
+        for first, last in cited:
+            for number in range(int(first), int(last or first) + 1):
+                self.assertLessEqual(number, len(results), f"bench/RESULTS.md has no line {number}")
+                self.assertRegex(results[number - 1], r"\d", f"bench/RESULTS.md line {number} holds no figure: "
+                                 "a section was inserted above it; cite the new line")
 
 
 if __name__ == "__main__":
