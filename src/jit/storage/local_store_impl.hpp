@@ -196,6 +196,11 @@ struct LocalStore::Impl {
     if (!failure) hook(WriteStage::kSynced);
     if (!failure) failure = file.commit();
     if (failure) {
+      // Not ours to remove (the library deletes only what it made): say what stands in the entry's place.
+      if (failure->error == EISDIR) {
+        failure->what = "storing " + key.digest + std::string(local::kEntrySuffix) +
+                        ": a directory someone made stands under its name (remove it to store this kernel)";
+      }
       report(*failure);
       publish();
       return false;

@@ -256,5 +256,21 @@ TEST_F(LocalStoreTest, disabled_cache_never_touches_the_disk) {
   EXPECT_FALSE(fs::exists(dir_));
 }
 
+// Issue 27, item 11: a directory planted under an entry's name is named in the warning and left alone.
+TEST_F(LocalStoreTest, directory_planted_under_an_entry_name_is_named_and_left_alone) {
+  LocalStore cache(config());
+  ASSERT_TRUE(cache.enabled());
+  const fs::path planted = cache.entry_path(make_key(1));
+  ASSERT_TRUE(fs::create_directory(planted));
+  ::testing::internal::CaptureStderr();
+  bool compiled = false;
+  const auto image = cache.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(same(image, make_image(1)));
+  EXPECT_NE(err.find(planted.filename().string() + ": a directory someone made"), std::string::npos) << err;
+  EXPECT_TRUE(fs::is_directory(planted));
+}
+
 }  // namespace
 }  // namespace tropical::jit
