@@ -2,8 +2,11 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <glob.h>
 #include <nvrtc.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +14,9 @@
 #include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tropical/error.hpp"
 #include "tropical/jit/exit_guard.hpp"
@@ -39,9 +44,55 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// The text of a small regular file, without blocking on a FIFO; "" otherwise.
+std::string small_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return {};
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 10)) {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  return text;
+}
+
+// The directories a loader configuration file names, in order, following its `include` lines (glob patterns,
+// relative to /etc): what ldconfig builds ld.so.cache from, and where a CUDA toolkit registers its lib
+// directory, so a bare soname resolves here to the file dlopen will load (issue 27: TROPICAL_NVRTC=
+// libnvrtc.so.13 got another identity than the same file by its path, and every entry was compiled again).
+void add_loader_dirs(const std::string& file, std::vector<std::string>* dirs, int depth) {
+  if (depth > 4) return;
+  const std::string text = small_file(file);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    line = line.substr(0, std::min(line.find('#'), line.size()));
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    if (line.starts_with("include") && line.size() > 7 && std::isspace(static_cast<unsigned char>(line[7]))) {
+      std::string pattern(line.substr(8));
+      while (!pattern.empty() && std::isspace(static_cast<unsigned char>(pattern.front()))) pattern.erase(0, 1);
+      if (!pattern.starts_with("/")) pattern = "/etc/" + pattern;
+      glob_t found{};
+      if (::glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+        for (std::size_t i = 0; i < found.gl_pathc; ++i) add_loader_dirs(found.gl_pathv[i], dirs, depth + 1);
+      }
+      ::globfree(&found);
+    } else if (line.starts_with("/")) {
+      dirs->emplace_back(line);
+    }
+  }
+}
+
 // dlopen searches for a name without a slash; identity approximates that
-// search with LD_LIBRARY_PATH and the usual system directories (ld.so.cache
-// and RUNPATHs are not consulted).
+// search with LD_LIBRARY_PATH, the directories of /etc/ld.so.conf (what
+// ld.so.cache holds) and the usual system directories (RUNPATHs are not
+// consulted).
 std::string find_in_search_path(const std::string& name) {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("LD_LIBRARY_PATH")) {
@@ -54,6 +105,7 @@ std::string find_in_search_path(const std::string& name) {
       rest.remove_prefix(colon + 1);
     }
   }
+  add_loader_dirs("/etc/ld.so.conf", &dirs, 0);
   for (const char* dir :
        {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}) {
     dirs.emplace_back(dir);

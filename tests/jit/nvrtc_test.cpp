@@ -113,6 +113,28 @@ TEST_F(FreshProcessDeathTest, identity_is_found_without_loading_libnvrtc) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Issue 27, item 11: TROPICAL_NVRTC=libnvrtc.so.13 (the bare soname, found through ld.so.cache) names the same
+// file as its path does, not a second identity under which every entry would be compiled again.
+TEST_F(FreshProcessDeathTest, bare_soname_gets_the_identity_of_the_file_the_loader_loads) {
+  EXPECT_EXIT(
+      {
+        std::vector<std::string> problems;
+        ::setenv("TROPICAL_NVRTC", "libnvrtc.so.13", 1);
+        const OwnedKernel k = scale_kernel("tropical_probe_bare_soname");
+        try {
+          (void)compile(k.view(), 90);
+        } catch (const std::exception&) {
+          finish(problems);  // the loader cannot find it by name either: nothing to compare
+        }
+        const std::string loaded = mapped_file("/libnvrtc.so");
+        if (identity_of_file(loaded) != nvrtc_identity()) {
+          problems.push_back("identity " + nvrtc_identity() + " but loaded " + loaded);
+        }
+        finish(problems);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(FreshProcessDeathTest, first_compile_loads_the_libnvrtc_its_identity_names) {
   EXPECT_EXIT(
       {
