@@ -21,7 +21,9 @@
 /// - NaN: the addition is IEEE fmax/fmin, which ignores a NaN operand, so a NaN
 ///   product (NaN input, -inf + inf, 0 * inf, or a NaN operand of MaxMin's
 ///   and MinMax's NaN-propagating min/max) never wins; an element of C with
-///   no non-NaN product is the semiring zero and its argmax is -1.
+///   no non-NaN product is the semiring zero and its argmax is -1. A NaN that
+///   reaches C (a NaN input, or alpha/beta making one) has the bits its processor
+///   gives: x86's default NaN has the sign bit set, NVIDIA's does not.
 /// - AndOr works on bytes: any non-zero byte is true; every result is 0 or 1.
 /// - argmax: the k whose product wins, ties to the smallest k; -1 if no
 ///   product is strictly better than the semiring zero (AndOr: the first k

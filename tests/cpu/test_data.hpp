@@ -93,21 +93,25 @@ Matrix<T> random_matrix(std::int64_t rows, std::int64_t cols, std::int64_t pad, 
 /// one value: the sign of a zero that ties with a zero of the other sign is
 /// unspecified (std::fmax's own rule; GCC's inline fmax and the vector max pick
 /// either operand).
+/// With any_nan (results of two devices), also every NaN is one value: a NaN an
+/// operation makes (0 * inf, inf - inf) is the hardware's default NaN, whose sign
+/// differs (x86's has the sign bit set, NVIDIA's does not).
 template <class T>
-bool same_bits(const T& got, const T& want) {
+bool same_bits(const T& got, const T& want, bool any_nan = false) {
   if (std::memcmp(&got, &want, sizeof(T)) == 0) return true;
-  if constexpr (std::is_floating_point_v<T>) return got == 0 && want == 0;
+  if constexpr (std::is_floating_point_v<T>) return (got == 0 && want == 0) || (any_nan && got != got && want != want);
   return false;
 }
 
 /// same_bits for every element; reports the first differences.
 template <class T>
-void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, const std::string& what,
+                      bool any_nan = false) {
   ASSERT_EQ(got.size(), want.size()) << what;
   if (got.empty() || std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0) return;
   int shown = 0;
   for (std::size_t i = 0; i < got.size() && shown < 5; ++i) {
-    if (!same_bits(got[i], want[i])) {
+    if (!same_bits(got[i], want[i], any_nan)) {
       ADD_FAILURE() << what << ": element " << i << " is " << +got[i] << ", want " << +want[i];
       ++shown;
     }
