@@ -12,12 +12,20 @@ Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch 
 
 import torch
 
-from . import _ops
+from . import _lib, _ops
+from ._errors import Unavailable
 
 if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
     raise ImportError(f"tropical.torch needs torch >= 2.4 (torch.library.custom_op); this is torch {torch.__version__}")
 
 _PRODUCT_ROUTED = ("maxplus", "minplus", "maxmul")
+
+# Every op needs libtropical: load it with the ops (as an extension module would be), so that the first
+# product does not pay the loader (libstdc++, libcrypto: a few ms). Without it, the first call says why.
+try:
+    _lib.lib()
+except Unavailable:
+    pass
 
 
 def _product_shape(a, b, semiring):
