@@ -1,6 +1,7 @@
 #include "checks.hpp"
 
 #include <string>
+#include <utility>
 
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/error.hpp"
@@ -22,6 +23,12 @@ void check_ld(const char* name, std::int64_t ld, Stored s) {
 }
 
 void check_shape(const Problem& p) {
+  for (const auto& [t, name] : {std::pair{p.ta, "ta"}, std::pair{p.tb, "tb"}}) {
+    if (t != Trans::kNo && t != Trans::kYes) {
+      invalid(std::string(name) + " = Trans(" + std::to_string(static_cast<int>(t)) +
+              ") is neither Trans::kNo nor Trans::kYes");
+    }
+  }
   if (p.m < 0 || p.n < 0 || p.k < 0) {
     invalid("negative size m = " + std::to_string(p.m) + ", n = " + std::to_string(p.n) +
             ", k = " + std::to_string(p.k));

@@ -76,6 +76,12 @@ void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream strea
                      "cuLaunchKernel");
 }
 
+/// Rejects a product whose grid the device cannot launch (m too large for one
+/// launch, ...) before any driver call, on the tuned kernel's tiles as launch() does.
+void check_grid(catalog::KernelId id, const Extent& e) {
+  grid_for(catalog::kTunedLaunch[static_cast<std::size_t>(id)], e);
+}
+
 /// The kernels' transpose flag.
 int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
 
@@ -91,6 +97,7 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   check_product(p, elem_size);
   if (p.m == 0 || p.n == 0) return;
   check_operands(p, a, b, c, nullptr);
+  check_grid(id, Extent{p.m, p.n, p.k});
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   const int device = devices.device(stream);
@@ -118,6 +125,7 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   if (p.m == 0 || p.n == 0) return;
   check_non_null(argmax, "argmax");
   check_operands(p, a, b, c, argmax);
+  check_grid(id, Extent{p.m, p.n, p.k});
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   devices.add(argmax, "argmax");
@@ -142,6 +150,7 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
     invalid("the gradient's pitch overflows 64 bits");
   }
   const bool reads_c = p.m > 0 && p.n > 0;
+  if (reads_c) check_grid(id, Extent{p.m, p.n, p.k});
   const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
   const auto& api = jit::driver::api();
   {
@@ -172,11 +181,12 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   if (p.m == 0 || p.n == 0 || batch == 0) return;
   if (with_argmax) check_non_null(argmax, "argmax");
   check_operands(p, a, b, c, with_argmax ? argmax : nullptr);
+  const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
+  check_grid(tile, Extent{p.m, p.n, p.k, batch});
   DeviceCheck devices;
   add_operands(devices, p, a, b, c);
   if (with_argmax) devices.add(argmax, "argmax");
   const int device = devices.device(stream);
-  const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
@@ -210,16 +220,16 @@ void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const 
   if (s.grad.rows == 0 || s.grad.cols == 0 || batch == 0) return;
   // The kernel zeroes the gradient itself; dC is read only if it has elements.
   const bool reads_c = p.m > 0 && p.n > 0;
+  // One thread per row of op(dA) (m) or column of op(dB) (n); z walks the batch. Checked before the driver.
+  const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
+  const std::int64_t owners = s.wrt_a ? p.m : p.n;
+  const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
+  if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
   const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
   long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
   long long sg = strides.a, sx = strides.argmax, so = strides.b, sr = strides.c, nb = batch;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
   void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb, &sg, &sx, &so, &sr, &nb};
-  // One thread per row of op(dA) (m) or column of op(dB) (n); z walks the batch.
-  const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
-  const std::int64_t owners = s.wrt_a ? p.m : p.n;
-  const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
-  if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
   launch_one_tier(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
          stream, args);
 }

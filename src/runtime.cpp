@@ -1,8 +1,10 @@
 #include "tropical/runtime.hpp"
 
+#include <string>
 #include <utility>
 
 #include "tropical/catalog_sources.hpp"
+#include "tropical/error.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
@@ -64,7 +66,15 @@ int device_count() noexcept {
 
 const char* version() noexcept { return TROPICAL_VERSION; }
 
-int device_arch(int device) { return jit::driver::device_arch(device); }
+int device_arch(int device) {
+  if (device < 0) throw InvalidArgument("tropical: device " + std::to_string(device) + " is negative");
+  const int count = device_count();
+  if (count > 0 && device >= count) {
+    throw InvalidArgument("tropical: device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
+                          (count == 1 ? " device)" : " devices)"));
+  }
+  return jit::driver::device_arch(device);
+}
 
 Stats stats() {
   auto& r = registry();

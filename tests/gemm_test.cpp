@@ -271,6 +271,32 @@ TEST(Api, empty_products_do_nothing_and_need_no_gpu) {
   EXPECT_NO_THROW((gemm<MaxPlus, float>(4, 0, 4, nullptr, nullptr, nullptr)));
 }
 
+TEST(Api, a_transpose_outside_the_enum_is_rejected) {
+  EXPECT_THROW((gemm<MaxPlus, float>(static_cast<Trans>(7), Trans::kNo, 4, 4, 4, kA, 4, kA, 4, kC, 4)),
+               InvalidArgument);
+  EXPECT_THROW((gemm_batched<MaxPlus, float>(Trans::kNo, static_cast<Trans>(2), 4, 4, 4, kA, 4, 16, kA, 4, 16, kC,
+                                             4, 16, 2)),
+               InvalidArgument);
+}
+
+TEST(Api, a_grid_the_device_cannot_launch_is_rejected_before_the_driver) {
+  // m = 2^40 rows need more than 65535 row tiles: an argument error, with or without a GPU.
+  const std::int64_t m = std::int64_t{1} << 40;
+  try {
+    gemm<MaxPlus, float>(Trans::kNo, Trans::kNo, m, 1, 1, kA, 1, kA, 1, kC, 1);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("row tiles"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, m, 100, 1, kA, 1, 0, kA, 100, 0, kC, 100,
+                                             0, 1)),
+               InvalidArgument);
+}
+
+TEST(Api, a_negative_device_is_an_argument_error) {
+  EXPECT_THROW(device_arch(-1), InvalidArgument);
+}
+
 TEST(Api, a_product_without_a_driver_throws_unavailable) {
   if (jit::driver::available()) {
     GTEST_SKIP() << "a CUDA driver is present; this checks the no-GPU path";

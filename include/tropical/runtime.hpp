@@ -84,7 +84,8 @@ int device_count() noexcept;
 const char* version() noexcept;
 
 /// Compute capability of a device as 10 * major + minor (90 for an H100).
-/// Throws Unavailable without a driver or GPU.
+/// Throws InvalidArgument for a negative device or one past device_count(),
+/// Unavailable without a driver or GPU.
 int device_arch(int device = 0);
 
 /// What the library has done: per kernel in this process, and for the cache.
