@@ -121,30 +121,19 @@ def _view(x, name):
     return cupy.from_dlpack(x)
 
 
-def empty(like, shape, dtype):
-    """A new row-major array of `like`'s kind and device, with the given shape and element type name."""
+def empty(like, shape, dtype, zero=False):
+    """A new row-major array of `like`'s kind and device, with the given shape and element type name
+    (filled with zeros if `zero`)."""
     if like.kind == "torch":
         torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.obj.device)
+        make = torch.zeros if zero else torch.empty
+        return make(shape, dtype=getattr(torch, dtype), device=like.obj.device)
     if like.kind == "cupy":
         cupy = sys.modules["cupy"]
         with like.obj.device:
-            return cupy.empty(shape, dtype=dtype)
+            return (cupy.zeros if zero else cupy.empty)(shape, dtype=dtype)
     numpy = sys.modules["numpy"]
-    return numpy.empty(shape, dtype=dtype)
-
-
-def zeros(like, shape, dtype):
-    """Like empty(), filled with zeros."""
-    if like.kind == "torch":
-        torch = sys.modules["torch"]
-        return torch.zeros(shape, dtype=getattr(torch, dtype), device=like.obj.device)
-    if like.kind == "cupy":
-        cupy = sys.modules["cupy"]
-        with like.obj.device:
-            return cupy.zeros(shape, dtype=dtype)
-    numpy = sys.modules["numpy"]
-    return numpy.zeros(shape, dtype=dtype)
+    return (numpy.zeros if zero else numpy.empty)(shape, dtype=dtype)
 
 
 def stream_of(array):

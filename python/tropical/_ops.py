@@ -236,7 +236,7 @@ def _backward(wrt_a, grad_c, argmax, a, b, semiring):
     ldg = max(cols, 1)
     if p.empty or rows == 0 or cols == 0:
         if rows and cols:
-            grad = _arrays.zeros(own, shape, own.dtype)
+            grad = _arrays.empty(own, shape, own.dtype, zero=True)
     elif p.batched:
         p.call("backward_a_batched" if wrt_a else "backward_b_batched", p.s, p.t, ta, tb, p.m, p.n, p.k, gc.ptr, ldgc,
                stride_gc, am.ptr, ldam, stride_am, other.ptr, ld_other, stride_other, g.ptr, ldg, rows * cols,
