@@ -4,7 +4,8 @@
   and run by the `first_product` test);
 - every command and flag named in the command table ("## The `tropical` command") is one that
   `tropical --help` and `tropical COMMAND --help` name;
-- every line of bench/RESULTS.md it cites exists and holds a figure.
+- every line of bench/RESULTS.md it cites exists and holds a figure;
+- the quick start installs the same Debian packages as .ci/run (a new user and CI get the same).
 
 Usage: readme_test.py SOURCE_ROOT PATH_TO_TROPICAL
 """
@@ -39,6 +40,16 @@ def command_table(text):
 
 
 class ReadmeTest(unittest.TestCase):
+    def test_the_quick_start_installs_what_ci_installs(self):
+        installs = re.findall(r"apt-get install -y ([^&\n]+)", readme())
+        self.assertTrue(installs, "no apt-get install in the README")
+        with open(os.path.join(SOURCE, ".ci", "run"), encoding="utf-8") as f:
+            ci = re.search(r'^packages="([^"]+)"', f.read(), re.M)
+        self.assertIsNotNone(ci, ".ci/run has no packages= line")
+        for line in installs:
+            self.assertEqual(sorted(line.split()), sorted(ci.group(1).split()),
+                             "README's apt-get install and .ci/run's packages differ")
+
     def test_the_cpp_example_is_the_file_the_tests_build(self):
         with open(os.path.join(SOURCE, EXAMPLE), encoding="utf-8") as f:
             example = f.read().strip()
