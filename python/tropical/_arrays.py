@@ -139,11 +139,8 @@ def empty(like, shape, dtype, zero=False):
 def stream_of(array):
     """The framework's current stream on the array's device (a CUstream as an int; 0: the default stream)."""
     if array.kind == "torch":
-        torch = sys.modules["torch"]
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            return raw(array.device)
-        return torch.cuda.current_stream(array.device).cuda_stream
+        from ._fast import torch_stream
+        return torch_stream(array.device)
     if array.kind == "cupy":
         cupy = sys.modules["cupy"]
         with array.obj.device:

@@ -27,11 +27,13 @@ def _torch():
     return torch
 
 
-def _matrix(rows, cols, s0, s1):
-    """(trans, ld) of a non-empty row- or column-major matrix, or None."""
-    if s1 == 1 and (s0 >= cols or rows == 1):
+def matrix(rows, cols, s0, s1):
+    """(trans, ld) of a non-empty matrix with element strides s0, s1: row-major (unit column stride,
+    possibly padded rows) as is, column-major as the transpose of a row-major one; else None. A stride
+    of an axis of length 1 means nothing."""
+    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= cols):
         return 0, (s0 if rows > 1 else cols)
-    if s0 == 1 and (s1 >= rows or cols == 1):
+    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= rows):
         return 1, (s1 if cols > 1 else rows)
     return None
 
@@ -54,33 +56,35 @@ def torch_product(a, b, s, andor, want_argmax):
     if k != k2 or m == 0 or n == 0 or k == 0:
         return None
     sa, sb = a.stride(), b.stride()
-    la, lb = _matrix(m, k, sa[0], sa[1]), _matrix(k, n, sb[0], sb[1])
+    la, lb = matrix(m, k, sa[0], sa[1]), matrix(k, n, sb[0], sb[1])
     if la is None or lb is None:
         return None
-    t = _CODES[name]
     c = a.new_empty((m, n))
+    arg = a.new_empty((m, n), dtype=_cache["int32"]) if want_argmax else None
+    _launch(s, _CODES[name], la, lb, m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(),
+            arg.data_ptr() if want_argmax else 0, torch_stream(device) if device >= 0 else None)
+    return (c, arg) if want_argmax else c
+
+
+def _launch(s, t, la, lb, m, n, k, a, b, c, arg, stream):
+    """One product (with argmax into `arg` if it is not 0) on the GPU (stream not None) or the CPU."""
     dll = _lib.library.load()
-    if want_argmax:
-        arg = a.new_empty((m, n), dtype=_cache["int32"])
-        if device >= 0:
-            status = dll.tropical_gemm_argmax(s, t, la[0], lb[0], m, n, k, a.data_ptr(), la[1], b.data_ptr(), lb[1],
-                                              c.data_ptr(), n, arg.data_ptr(), n, _stream(device))
+    if stream is None:
+        if arg:
+            status = dll.tropical_cpu_gemm_argmax(s, t, la[0], lb[0], m, n, k, a, la[1], b, lb[1], c, n, arg, n)
         else:
-            status = dll.tropical_cpu_gemm_argmax(s, t, la[0], lb[0], m, n, k, a.data_ptr(), la[1], b.data_ptr(),
-                                                  lb[1], c.data_ptr(), n, arg.data_ptr(), n)
-        _lib.check(status)
-        return c, arg
-    if device >= 0:
-        status = dll.tropical_gemm(s, t, la[0], lb[0], m, n, k, None, a.data_ptr(), la[1], b.data_ptr(), lb[1], None,
-                                   c.data_ptr(), n, _stream(device))
+            status = dll.tropical_cpu_gemm(s, t, la[0], lb[0], m, n, k, None, a, la[1], b, lb[1], None, c, n)
+    elif arg:
+        status = dll.tropical_gemm_argmax(s, t, la[0], lb[0], m, n, k, a, la[1], b, lb[1], c, n, arg, n, stream)
     else:
-        status = dll.tropical_cpu_gemm(s, t, la[0], lb[0], m, n, k, None, a.data_ptr(), la[1], b.data_ptr(), lb[1],
-                                       None, c.data_ptr(), n)
+        status = dll.tropical_gemm(s, t, la[0], lb[0], m, n, k, None, a, la[1], b, lb[1], None, c, n, stream)
     _lib.check(status)
-    return c
 
 
-def _stream(device):
+def torch_stream(device):
+    """torch's current stream on CUDA device `device`, as a CUstream int."""
+    if _torch() is None:
+        return 0
     raw = _cache["raw_stream"]
     if raw is not None:
         return raw(device)
@@ -116,22 +120,15 @@ def cupy_product(a, b, s, andor, want_argmax):
         return None
     size = a.itemsize
     sa, sb = a.strides, b.strides
-    la = _matrix(m, k, sa[0] // size, sa[1] // size) if sa[0] % size == 0 and sa[1] % size == 0 else None
-    lb = _matrix(k, n, sb[0] // size, sb[1] // size) if sb[0] % size == 0 and sb[1] % size == 0 else None
+    la = matrix(m, k, sa[0] // size, sa[1] // size) if sa[0] % size == 0 and sa[1] % size == 0 else None
+    lb = matrix(k, n, sb[0] // size, sb[1] // size) if sb[0] % size == 0 and sb[1] % size == 0 else None
     if la is None or lb is None:
         return None
     if cupy.cuda.runtime.getDevice() != device:
         with cupy.cuda.Device(device):
             return cupy_product(a, b, s, andor, want_argmax)
-    t = _CODES[name]
     c = cupy.empty((m, n), dtype=a.dtype)
-    stream = cupy.cuda.get_current_stream().ptr
-    dll = _lib.library.load()
-    if want_argmax:
-        arg = cupy.empty((m, n), dtype=cupy.int32)
-        _lib.check(dll.tropical_gemm_argmax(s, t, la[0], lb[0], m, n, k, a.data.ptr, la[1], b.data.ptr, lb[1],
-                                            c.data.ptr, n, arg.data.ptr, n, stream))
-        return c, arg
-    _lib.check(dll.tropical_gemm(s, t, la[0], lb[0], m, n, k, None, a.data.ptr, la[1], b.data.ptr, lb[1], None,
-                                 c.data.ptr, n, stream))
-    return c
+    arg = cupy.empty((m, n), dtype=cupy.int32) if want_argmax else None
+    _launch(s, _CODES[name], la, lb, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr,
+            arg.data.ptr if want_argmax else 0, cupy.cuda.get_current_stream().ptr)
+    return (c, arg) if want_argmax else c

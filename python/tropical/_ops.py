@@ -47,13 +47,11 @@ def layout(shape, strides, name):
     """(trans, ld) of a 2-D view: row-major (unit column stride) is as is, column-major (unit row stride) is
     the transpose of a row-major matrix; anything else is refused (copy it with .copy() / .contiguous())."""
     rows, cols = shape
-    s0, s1 = strides
     if rows == 0 or cols == 0:
         return 0, max(cols, 1)
-    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= cols):
-        return 0, (s0 if rows > 1 else max(cols, 1))
-    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= rows):
-        return 1, (s1 if cols > 1 else max(rows, 1))
+    found = _fast.matrix(rows, cols, strides[0], strides[1])
+    if found is not None:
+        return found
     raise InvalidArgument(f"tropical: {name} has strides {tuple(strides)} (in elements) for shape {tuple(shape)}: "
                           "one of its two strides must be 1 and the other at least the extent of that axis "
                           "(row- or column-major, possibly padded); make a contiguous copy first")
@@ -92,14 +90,7 @@ def _output(out, like, shape, dtype, name):
     _check_together([("a", like), (name, x)])
     if x.dtype != dtype and not (dtype in ("uint8", "bool") and x.dtype in ("uint8", "bool")):
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}, the product needs {dtype}")
-    if tuple(x.shape) != tuple(shape):
-        raise InvalidArgument(f"tropical: {name} has shape {tuple(x.shape)}, the product needs {tuple(shape)}")
-    rows, cols = shape[-2], shape[-1]
-    s0, s1 = x.strides[-2], x.strides[-1]
-    if all(shape) and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
-        raise InvalidArgument(f"tropical: {name} must be row-major with unit column stride (strides {x.strides})")
-    ld = s0 if rows > 1 else max(cols, 1)
-    stride = x.strides[0] if len(shape) == 3 and shape[0] > 1 else 0
+    ld, stride = _row_major(x, shape, name)
     return x, ld, stride
 
 
