@@ -1,5 +1,10 @@
 #include "checks.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -8,6 +13,105 @@
 #include "tropical/jit/driver.hpp"
 
 namespace tropical::detail {
+
+namespace {
+
+// Sums of up to four spans' worth of byte offsets (each below 2^63) need more than 64 bits.
+__extension__ using Wide = __int128;
+
+std::string hex(std::uintptr_t address) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%" PRIxPTR, address);
+  return text;
+}
+
+/// How a span's bytes come about, for messages: "3 rows, ld 8; a batch of 4, stride 16" (in elements).
+std::string layout_of(const Span& s, std::size_t elem_size) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict) about string + literal chains here.
+  std::string text = std::to_string(s.rows);
+  text.append(s.rows == 1 ? " row" : " rows");
+  if (s.rows > 1) text.append(", ld ").append(std::to_string(s.ld / static_cast<std::int64_t>(elem_size)));
+  if (s.batch > 1) {
+    text.append("; a batch of ").append(std::to_string(s.batch));
+    text.append(", stride ").append(std::to_string(s.elements_stride));
+  }
+  return text;
+}
+
+/// Whether some 0 <= x_k <= ub_k puts sum a_k * x_k within [lo, hi], for up to four terms a_k > 0: a
+/// depth-first search, largest coefficient first, that prunes by the reachable range and by the gcd of the
+/// coefficients left. Blocks of one matrix and separate buffers settle in a handful of steps; `work` bounds
+/// the rest.
+class BoundedSum {
+ public:
+  enum Result { kNone, kFound, kUnsettled };
+
+  void add(Wide a, Wide ub) {
+    if (a == 0 || ub == 0) return;
+    for (int i = 0; i < n_; ++i) {
+      if (a_[i] == a) {  // a*x + a*y with x <= u, y <= v is a*z with z <= u + v
+        ub_[i] += ub;
+        return;
+      }
+    }
+    a_[n_] = a;
+    ub_[n_] = ub;
+    ++n_;
+  }
+
+  Result find(Wide lo, Wide hi) {
+    // Largest coefficient first: the outer loops take the fewest steps.
+    for (int i = 0; i < n_; ++i) {
+      for (int j = i + 1; j < n_; ++j) {
+        if (a_[j] > a_[i]) {
+          std::swap(a_[i], a_[j]);
+          std::swap(ub_[i], ub_[j]);
+        }
+      }
+    }
+    rest_[n_] = 0;
+    gcd_[n_] = 0;
+    for (int i = n_ - 1; i >= 0; --i) {
+      rest_[i] = rest_[i + 1] + a_[i] * ub_[i];
+      gcd_[i] = gcd(a_[i], gcd_[i + 1]);
+    }
+    return search(0, lo, hi);
+  }
+
+ private:
+  static constexpr int kMaxTerms = 4;
+  static constexpr long kWork = 4096;  // steps: some tens of microseconds at worst
+
+  static Wide gcd(Wide a, Wide b) {
+    while (b != 0) a = std::exchange(b, a % b);
+    return a;
+  }
+  static Wide ceil_div(Wide x, Wide d) { return (x + d - 1) / d; }  // x >= 0, d > 0
+
+  Result search(int k, Wide lo, Wide hi) {
+    lo = std::max<Wide>(lo, 0);
+    if (hi < lo || lo > rest_[k]) return kNone;
+    if (k == n_) return kFound;  // lo == 0 here
+    // What the terms from k on add up to is a multiple of their gcd.
+    if (hi / gcd_[k] * gcd_[k] < lo) return kNone;
+    const Wide a = a_[k];
+    const Wide first = lo > rest_[k + 1] ? ceil_div(lo - rest_[k + 1], a) : 0;
+    const Wide last = std::min(ub_[k], hi / a);
+    if (k == n_ - 1) return first <= last ? kFound : kNone;
+    for (Wide x = first; x <= last; ++x) {
+      if (--work_ < 0) return kUnsettled;
+      if (const Result r = search(k + 1, lo - a * x, hi - a * x); r != kNone) return r;
+    }
+    return kNone;
+  }
+
+  std::array<Wide, kMaxTerms> a_{}, ub_{};
+  std::array<Wide, kMaxTerms + 1> rest_{}, gcd_{};
+  int n_ = 0;
+  long work_ = kWork;
+};
+
+}  // namespace
 
 void invalid(const std::string& what) { throw InvalidArgument("tropical: " + what); }
 
@@ -65,16 +169,64 @@ void check_non_null(const void* ptr, const char* name) {
   if (ptr == nullptr) invalid(std::string(name) + " is null");
 }
 
-int device_of(const void* ptr, const char* name) {
+Span span(const char* name, const void* ptr, Stored s, std::int64_t ld, std::int64_t stride, std::int64_t batch,
+          std::size_t elem_size) {
+  Span r;
+  r.name = name;
+  r.start = reinterpret_cast<std::uintptr_t>(ptr);
+  if (s.rows == 0 || s.cols == 0 || batch <= 0) return r;
+  const auto size = static_cast<std::int64_t>(elem_size);
+  r.batch = batch;
+  r.rows = s.rows;
+  r.elements_stride = batch > 1 ? stride : 0;
+  // extent() and check_batch() bounded every product below; checked again here, as it costs nothing.
+  std::int64_t rows_bytes = 0;
+  if (__builtin_mul_overflow(r.elements_stride, size, &r.stride) ||
+      __builtin_mul_overflow(s.rows > 1 ? ld : 0, size, &r.ld) || __builtin_mul_overflow(s.cols, size, &r.row) ||
+      __builtin_mul_overflow(batch - 1, r.stride, &r.bytes) || __builtin_mul_overflow(s.rows - 1, r.ld, &rows_bytes) ||
+      __builtin_add_overflow(r.bytes, rows_bytes, &r.bytes) || __builtin_add_overflow(r.bytes, r.row, &r.bytes)) {
+    invalid(std::string(name) + ": " + layout_of(r, elem_size) + " overflow 64 bits");
+  }
+  if (r.start > std::numeric_limits<std::uintptr_t>::max() - static_cast<std::uint64_t>(r.bytes - 1)) {
+    invalid(std::string(name) + " (" + layout_of(r, elem_size) + ") spans " + std::to_string(r.bytes) +
+            " bytes from " + hex(r.start) + ", past the end of the address space");
+  }
+  return r;
+}
+
+bool overlap(const Span& x, const Span& y) {
+  if (x.bytes == 0 || y.bytes == 0) return false;
+  const Wide x_start = x.start, x_end = x_start + x.bytes, y_start = y.start, y_end = y_start + y.bytes;
+  if (x_end <= y_start || y_end <= x_start) return false;
+  // A byte of x is x_start + p * x.stride + i * x.ld + u (u < x.row); counted back from y's last byte, one of
+  // y is y_end - 1 - (q * y.stride + j * y.ld + v) (v < y.row). They are the same byte when
+  //   p x.stride + i x.ld + q y.stride + j y.ld + (u + v) = y_end - 1 - x_start,
+  // where u + v takes every value from 0 to x.row + y.row - 2: a bounded sum that must hit a window.
+  BoundedSum sum;
+  sum.add(x.stride, x.batch - 1);
+  sum.add(x.ld, x.rows - 1);
+  sum.add(y.stride, y.batch - 1);
+  sum.add(y.ld, y.rows - 1);
+  const Wide target = y_end - 1 - x_start;
+  return sum.find(target - (x.row + y.row - 2), target) == BoundedSum::kFound;
+}
+
+Placement placement_of(const void* ptr, const char* name) {
   if (ptr == nullptr) invalid(std::string(name) + " is null");
   const auto& api = jit::driver::api();
+  // One driver call for all three: it is made for every operand of every product.
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  unsigned int memory_type = 0;  // 0: not CUDA memory (cuPointerGetAttributes then succeeds with zeros)
   int ordinal = -1;
-  const CUresult r = api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                               reinterpret_cast<CUdeviceptr>(ptr));
-  if (r != CUDA_SUCCESS || ordinal < 0) {
+  CUdeviceptr range_start = 0;
+  std::size_t range_size = 0;
+  void* data[] = {&memory_type, &ordinal, &range_start, &range_size};
+  const CUresult r = api.cuPointerGetAttributes(4, attributes, data, reinterpret_cast<CUdeviceptr>(ptr));
+  if (r != CUDA_SUCCESS || memory_type == 0 || ordinal < 0) {
     invalid(std::string(name) + " is not memory of a CUDA device (plain host memory?)");
   }
-  return ordinal;
+  return Placement{ordinal, static_cast<std::uintptr_t>(range_start), static_cast<std::uint64_t>(range_size)};
 }
 
 Extents check_product(const Problem& p, std::size_t elem_size) {
@@ -99,12 +251,40 @@ void check_operands(const Problem& p, const void* a, const void* b, const void* 
   }
 }
 
-void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c) {
+ProductSpans product_spans(const Problem& p, const Strides& strides, std::int64_t batch, std::size_t elem_size,
+                           const void* a, const void* b, const void* c, const std::int32_t* argmax,
+                           std::int64_t ldargmax) {
+  check_operands(p, a, b, c, argmax);  // nulls first; identical pointers named as before
+  ProductSpans s;
   if (p.k > 0) {
-    devices.add(a, "A");
-    devices.add(b, "B");
+    s.a = span("A", a, stored(p.ta, p.m, p.k), p.lda, strides.a, batch, elem_size);
+    s.b = span("B", b, stored(p.tb, p.k, p.n), p.ldb, strides.b, batch, elem_size);
   }
-  devices.add(c, "C");
+  s.c = span("C", c, {p.m, p.n}, p.ldc, strides.c, batch, elem_size);
+  if (argmax != nullptr) {
+    s.argmax = span("argmax", argmax, {p.m, p.n}, ldargmax, strides.argmax, batch, sizeof(std::int32_t));
+  }
+  // Blocks write C while others still read A and B: an element of C that is also one of A or B gives
+  // undefined results. Blocks of one matrix that share no element are fine.
+  for (const Span* in : {&s.a, &s.b}) {
+    if (overlap(s.c, *in)) {
+      invalid(std::string("C must not overlap A or B: C shares memory with ") + in->name +
+              " (write the product to another buffer)");
+    }
+  }
+  for (const Span* other : {&s.a, &s.b, &s.c}) {
+    if (overlap(s.argmax, *other)) {
+      invalid(std::string("argmax must not overlap A, B or C: it shares memory with ") + other->name);
+    }
+  }
+  return s;
+}
+
+void add_operands(DeviceCheck& devices, const ProductSpans& s) {
+  devices.add(s.a);
+  devices.add(s.b);
+  devices.add(s.c);
+  devices.add(s.argmax);
 }
 
 std::int64_t check_argmax(const Problem& p, std::int64_t ldargmax) {
@@ -128,7 +308,13 @@ BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const 
   check_ld("ldargmax", ldargmax, {p.m, p.n});
   check_ld(s.wrt_a ? "ldga" : "ldgb", ldgrad, s.grad);
   if (p.k > 0x7fffffff) invalid("k = " + std::to_string(p.k) + " does not fit a 32-bit argmax");
+  s.elem_size = elem_size;
+  s.ldgc = ldgc;
+  s.ldargmax = ldargmax;
+  s.ld_operand = ld_operand;
+  s.ldgrad = ldgrad;
   s.grad_extent = extent(s.wrt_a ? "grad_a" : "grad_b", s.grad, ldgrad, elem_size);
+  s.gc = {p.m, p.n};
   s.gc_extent = extent("grad_c", {p.m, p.n}, ldgc, elem_size);
   s.argmax_extent = extent("argmax", {p.m, p.n}, ldargmax, sizeof(std::int32_t));
   if (reads_operand) {
@@ -139,36 +325,65 @@ BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const 
 }
 
 int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
-                    bool reads_operand, const void* operand, const void* grad, CUstream stream) {
+                    bool reads_operand, const void* operand, const void* grad, CUstream stream,
+                    const Strides& strides, std::int64_t batch) {
   const char* grad_name = s.wrt_a ? "grad_a" : "grad_b";
   const char* operand_name = s.wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)";
   check_non_null(grad, grad_name);
+  const Span g = span(grad_name, grad, s.grad, s.ldgrad, strides.c, batch, s.elem_size);
+  Span gc, x, other;
   if (reads_c) {
     check_non_null(grad_c, "grad_c");
     check_non_null(argmax, "argmax");
     if (reads_operand) check_non_null(operand, operand_name);
-    if (grad == grad_c || grad == argmax || (reads_operand && grad == operand)) {
-      invalid("the gradient must not overlap grad_c, argmax or the operand");
+    gc = span("grad_c", grad_c, s.gc, s.ldgc, strides.a, batch, s.elem_size);
+    x = span("argmax", argmax, s.gc, s.ldargmax, strides.argmax, batch, sizeof(std::int32_t));
+    if (reads_operand) other = span(operand_name, operand, s.other, s.ld_operand, strides.b, batch, s.elem_size);
+    for (const Span* in : {&gc, &x, &other}) {
+      if (overlap(g, *in)) {
+        invalid(std::string("the gradient must not overlap grad_c, argmax or the operand: ") + grad_name +
+                " shares memory with " + in->name);
+      }
     }
   }
   DeviceCheck devices;
-  devices.add(grad, grad_name);
-  if (reads_c) {
-    devices.add(grad_c, "grad_c");
-    devices.add(argmax, "argmax");
-    if (reads_operand) devices.add(operand, operand_name);
-  }
+  devices.add(g);
+  devices.add(gc);
+  devices.add(x);
+  devices.add(other);
   return devices.device(stream);
 }
 
 void DeviceCheck::add(const void* ptr, const char* name) {
-  const int d = device_of(ptr, name);
+  const int d = placement_of(ptr, name).device;
   if (device_ < 0) {
     device_ = d;
     first_ = name;
   } else if (d != device_) {
     invalid(std::string(name) + " is on device " + std::to_string(d) + " but " + first_ +
             " is on device " + std::to_string(device_));
+  }
+}
+
+void DeviceCheck::add(const Span& s) {
+  if (s.bytes == 0) return;
+  const Placement place = placement_of(reinterpret_cast<const void*>(s.start), s.name);
+  if (device_ < 0) {
+    device_ = place.device;
+    first_ = s.name;
+  } else if (place.device != device_) {
+    invalid(std::string(s.name) + " is on device " + std::to_string(place.device) + " but " + first_ +
+            " is on device " + std::to_string(device_));
+  }
+  // The allocation that holds the first byte must hold the last: the kernel would read or write past its
+  // end (an illegal address that ends the context, or another buffer's bytes). No range: nothing to prove.
+  if (place.range_size == 0 || s.start < place.range_start) return;
+  const std::uint64_t left = place.range_size - std::min<std::uint64_t>(s.start - place.range_start, place.range_size);
+  if (static_cast<std::uint64_t>(s.bytes) > left) {
+    invalid(std::string(s.name) + " spans " + std::to_string(s.bytes) + " bytes from " + hex(s.start) +
+            ", past the end of its allocation (" + std::to_string(left) + " bytes left of the " +
+            std::to_string(place.range_size) + " from " + hex(place.range_start) +
+            "): check the batch, the strides and the leading dimensions");
   }
 }
 

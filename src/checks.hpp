@@ -1,9 +1,11 @@
 #pragma once
 
 // Argument checks of the products and backward passes (gemm.cpp launches):
-// shapes, leading dimensions, 64-bit extents, null and overlapping pointers,
-// and the one device every pointer of a call must live on. Every check throws
-// InvalidArgument with the word a user recognises, before anything is queued.
+// shapes, leading dimensions, 64-bit extents, null pointers, outputs that share
+// memory with another operand, operands that run past the end of the address
+// space or of their allocation, and the one device every pointer of a call must
+// live on. Every check throws InvalidArgument with the word a user recognises,
+// before anything is queued; all but the device and allocation checks need no GPU.
 
 #include <cuda.h>
 
@@ -46,14 +48,49 @@ void check_batch(const char* name, std::int64_t stride, std::int64_t extent, std
 /// Rejects a null pointer, before any overlap check can mistake it for one.
 void check_non_null(const void* ptr, const char* name);
 
-/// The device ordinal owning ptr; rejects null, host-only and unknown memory.
-int device_of(const void* ptr, const char* name);
+/// The bytes one operand of a call reads or writes: `batch` matrices `stride` bytes apart, each of `rows`
+/// rows of `row` bytes, `ld` bytes apart, from `start`. Made by span() from checked sizes: every offset fits
+/// 64 bits and the last byte does not wrap the address space.
+struct Span {
+  const char* name = "";
+  std::uintptr_t start = 0;
+  std::int64_t bytes = 0;  ///< from the first byte to one past the last; 0: the operand is not touched
+  std::int64_t batch = 1, stride = 0, rows = 1, ld = 0, row = 0;
+  std::int64_t elements_stride = 0;  ///< stride in elements, for messages
+};
+
+/// The span of `batch` matrices of stored shape s (rows ld elements apart), `stride` elements apart, at ptr
+/// (empty if s has no element or batch is 0). The sizes must have passed extent() and check_batch().
+/// Rejects a span whose last byte lies past the end of the 64-bit address space: no memory can hold it.
+Span span(const char* name, const void* ptr, Stored s, std::int64_t ld, std::int64_t stride, std::int64_t batch,
+          std::size_t elem_size);
+
+/// True if x and y have a byte in common (not merely overlapping ranges: sub-blocks of one matrix that
+/// share no element are disjoint). Exact: a bounded search over the few strides involved; an interleaving
+/// it cannot settle within its bound (thousands of candidate rows, never met by blocks of one matrix or
+/// separate buffers) counts as disjoint, so that no call the check cannot prove wrong is refused.
+bool overlap(const Span& x, const Span& y);
+
+/// Where one operand of a call lies: its device, and the allocation holding its first byte as the driver
+/// reports it (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / _RANGE_SIZE; both 0 if it reports none).
+struct Placement {
+  int device = -1;
+  std::uintptr_t range_start = 0;
+  std::uint64_t range_size = 0;
+};
+
+/// Where ptr lies, in one driver call; rejects null, host-only and unknown memory.
+Placement placement_of(const void* ptr, const char* name);
 
 /// Every pointer of a call must live on one device; that device runs the kernel.
 class DeviceCheck {
  public:
   /// Adds ptr (named for the error), which must be on the device of the pointers added before.
   void add(const void* ptr, const char* name);
+  /// Adds an operand's span (nothing if it is empty): its first byte must be on the device of those added
+  /// before, and its last byte inside the allocation that holds the first (a batch or leading dimension
+  /// that runs past the end of the buffer is an InvalidArgument, not an illegal address in the kernel).
+  void add(const Span& s);
   /// The common device; also checks that `stream` belongs to its primary context.
   int device(CUstream stream) const;
 
@@ -72,11 +109,24 @@ Extents check_product(const Problem& p, std::size_t elem_size);
 
 /// Rejects null operands of a non-empty product (A and B only if k > 0), then
 /// C in place of A or B, and argmax (if not null) in place of any of them.
-/// Runs before any driver call, so these errors need no GPU.
+/// Runs before any driver call, so these errors need no GPU. (The CPU backend's
+/// check; the GPU launcher's is product_spans(), which compares every byte.)
 void check_operands(const Problem& p, const void* a, const void* b, const void* c, const void* argmax);
 
-/// Adds the operands of a checked, non-empty product to a device check.
-void add_operands(DeviceCheck& devices, const Problem& p, const void* a, const void* b, const void* c);
+/// The spans of a (batched) product's operands: A and B empty if k = 0, argmax empty if null.
+struct ProductSpans {
+  Span a, b, c, argmax;
+};
+
+/// The operands of a non-empty product, checked (sizes and strides already were): nulls as
+/// check_operands() does, then spans past the end of the address space, C sharing a byte with A or B,
+/// argmax sharing one with A, B or C. Needs no GPU.
+ProductSpans product_spans(const Problem& p, const Strides& strides, std::int64_t batch, std::size_t elem_size,
+                           const void* a, const void* b, const void* c, const std::int32_t* argmax,
+                           std::int64_t ldargmax);
+
+/// Adds the operands of a checked, non-empty product to a device check (device and allocation).
+void add_operands(DeviceCheck& devices, const ProductSpans& s);
 
 /// The argmax of a product: checks k, ldargmax and the extent; returns the extent.
 std::int64_t check_argmax(const Problem& p, std::int64_t ldargmax);
@@ -85,7 +135,10 @@ std::int64_t check_argmax(const Problem& p, std::int64_t ldargmax);
 struct BackwardShape {
   bool wrt_a;
   Stored grad, other;  // the gradient (stored like its operand) and the other operand
+  Stored gc;           // dC and the argmax: m x n
   std::int64_t grad_extent, gc_extent, argmax_extent, other_extent;
+  std::size_t elem_size;
+  std::int64_t ldgc, ldargmax, ld_operand, ldgrad;
 };
 
 /// Checks the shapes, leading dimensions and extents of a backward pass of kernel id.
@@ -93,8 +146,11 @@ BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const 
                              std::int64_t ldargmax, bool reads_operand, std::int64_t ld_operand,
                              std::int64_t ldgrad);
 
-/// Null and overlap checks of a backward pass, then the common device.
+/// Null checks of a backward pass, the gradient sharing a byte with dC, argmax or the operand, spans past
+/// the end of the address space (no GPU needed so far), then the common device and each operand's
+/// allocation. strides: a = dC, b = the operand, c = the gradient (those of a batch; none for one product).
 int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
-                    bool reads_operand, const void* operand, const void* grad, CUstream stream);
+                    bool reads_operand, const void* operand, const void* grad, CUstream stream,
+                    const Strides& strides = {}, std::int64_t batch = 1);
 
 }  // namespace tropical::detail

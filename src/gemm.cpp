@@ -96,10 +96,10 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   }
   check_product(p, elem_size);
   if (p.m == 0 || p.n == 0) return;
-  check_operands(p, a, b, c, nullptr);
   check_grid(id, Extent{p.m, p.n, p.k});
+  const ProductSpans spans = product_spans(p, Strides{}, 1, elem_size, a, b, c, nullptr, 0);
   DeviceCheck devices;
-  add_operands(devices, p, a, b, c);
+  add_operands(devices, spans);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
@@ -124,11 +124,10 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   check_argmax(p, ldargmax);
   if (p.m == 0 || p.n == 0) return;
   check_non_null(argmax, "argmax");
-  check_operands(p, a, b, c, argmax);
   check_grid(id, Extent{p.m, p.n, p.k});
+  const ProductSpans spans = product_spans(p, Strides{}, 1, elem_size, a, b, c, argmax, ldargmax);
   DeviceCheck devices;
-  add_operands(devices, p, a, b, c);
-  devices.add(argmax, "argmax");
+  add_operands(devices, spans);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
@@ -180,12 +179,12 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   if (with_argmax) check_batch("stride_argmax", strides.argmax, argmax_extent, batch, sizeof(std::int32_t), true);
   if (p.m == 0 || p.n == 0 || batch == 0) return;
   if (with_argmax) check_non_null(argmax, "argmax");
-  check_operands(p, a, b, c, with_argmax ? argmax : nullptr);
   const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
   check_grid(tile, Extent{p.m, p.n, p.k, batch});
+  const ProductSpans spans =
+      product_spans(p, strides, batch, elem_size, a, b, c, with_argmax ? argmax : nullptr, ldargmax);
   DeviceCheck devices;
-  add_operands(devices, p, a, b, c);
-  if (with_argmax) devices.add(argmax, "argmax");
+  add_operands(devices, spans);
   const int device = devices.device(stream);
   long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
   long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
@@ -225,7 +224,8 @@ void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const 
   const std::int64_t owners = s.wrt_a ? p.m : p.n;
   const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
   if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
-  const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
+  const int device =
+      backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream, strides, batch);
   long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
   long long sg = strides.a, sx = strides.argmax, so = strides.b, sr = strides.c, nb = batch;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);

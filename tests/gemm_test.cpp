@@ -5,8 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <set>
 #include <string>
 
+#include "../src/checks.hpp"
+#include "fake_cuda/fake_cuda.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/runtime.hpp"
@@ -154,6 +160,19 @@ std::string invalid_message(F&& f) {
   return "";
 }
 
+/// The message of the InvalidArgument that f throws; "" if it throws another tropical::Error (no driver,
+/// a driver call that failed: the arguments passed their checks) or nothing.
+template <class F>
+std::string argument_error(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  } catch (const Error&) {
+  }
+  return "";
+}
+
 /// True if message contains text (EXPECT_PRED2 prints both when it fails).
 bool says(const std::string& message, const char* text) { return message.find(text) != std::string::npos; }
 
@@ -295,6 +314,203 @@ TEST(Api, a_grid_the_device_cannot_launch_is_rejected_before_the_driver) {
 
 TEST(Api, a_negative_device_is_an_argument_error) {
   EXPECT_THROW(device_arch(-1), InvalidArgument);
+}
+
+// Issue 27: an output that shares memory with an input (not only the same first element) is refused before
+// the driver; blocks of one matrix that share no element are not.
+TEST(Api, an_output_sharing_any_element_with_an_input_is_rejected) {
+  float* const buf = reinterpret_cast<float*>(0x10000);
+  // Batched: C starts inside A's first product (A: 2 products of 4 x 4, 16 apart; C 8 elements later).
+  EXPECT_PRED2(says, argument_error([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, buf, 4, 16, kA, 4, 16, buf + 8, 4, 16, 2);
+              }), "C must not overlap A or B: C shares memory with A");
+  // Only the last product of a batch of B reaches C: a batch of 3 from buf, C at buf + 40 (B[2] is 32..47);
+  // a batch of 1 reads B[0] alone, which C does not touch.
+  EXPECT_FALSE(says(argument_error([&] {
+                      gemm_batched<MinPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, kA, 4, 16, buf, 4, 16, buf + 40, 4,
+                                                   0, 1);
+                    }),
+                    "overlap"));
+  EXPECT_PRED2(says, argument_error([&] {
+                gemm_batched<MinPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, kA, 4, 16, buf, 4, 16, buf + 40, 4, 16, 3);
+              }), "C shares memory with B");
+  // One product: C one element after A.
+  EXPECT_PRED2(says, argument_error([&] { gemm<MaxPlus, float>(4, 4, 4, buf, kA, buf + 1); }), "C shares memory with A");
+  // The argmax (int32) over the last bytes of C (double), 2 elements before its end.
+  double* const dc = reinterpret_cast<double*>(0x20000);
+  EXPECT_PRED2(says, argument_error([&] {
+                gemm_batched_argmax<MaxPlus, double>(Trans::kNo, Trans::kNo, 2, 2, 2, reinterpret_cast<const double*>(kA),
+                                                     2, 4, reinterpret_cast<const double*>(kA), 2, 4, dc, 2, 4,
+                                                     reinterpret_cast<std::int32_t*>(dc + 6), 2, 4, 2);
+              }), "argmax must not overlap A, B or C: it shares memory with C");
+  // A batch of gradients over the batch of dC they read.
+  EXPECT_PRED2(says, argument_error([&] {
+                backward_b_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 2, 2, 2, buf, 2, 4,
+                                                   reinterpret_cast<const std::int32_t*>(0x3000), 2, 4, nullptr, 2, 4,
+                                                   buf + 6, 2, 4, 2);
+              }), "the gradient must not overlap grad_c, argmax or the operand: grad_b shares memory with grad_c");
+}
+
+TEST(Api, blocks_of_one_matrix_that_share_no_element_are_not_an_overlap) {
+  // One 8 x 8 matrix (ld 8): C is its block (0, 1), A its block (0, 0), B its block (1, 0).
+  float* const m = reinterpret_cast<float*>(0x10000);
+  const auto accepted = [](const std::string& message) { return message.find("overlap") == std::string::npos; };
+  EXPECT_PRED1(accepted, argument_error([&] {
+                 gemm<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, m, 8, m + 32, 8, m + 4, 8);
+               }));
+  // Batched, interleaved: product p of C in columns 4..7 of rows 4p..4p+3, of A in columns 0..3 (stride 32).
+  EXPECT_PRED1(accepted, argument_error([&] {
+                 gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, m, 8, 32, kA, 4, 0, m + 4, 8, 32, 2);
+               }));
+  // The same with C moved one column left: column 3 of each row is both A's and C's.
+  EXPECT_PRED2(says, argument_error([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, m, 8, 32, kA, 4, 0, m + 3, 8, 32, 2);
+              }), "C shares memory with A");
+}
+
+/// The bytes a span covers, one by one (tiny spans only).
+std::set<std::uintptr_t> bytes_of(const detail::Span& s) {
+  std::set<std::uintptr_t> bytes;
+  if (s.bytes == 0) return bytes;
+  for (std::int64_t p = 0; p < s.batch; ++p) {
+    for (std::int64_t i = 0; i < s.rows; ++i) {
+      for (std::int64_t u = 0; u < s.row; ++u) bytes.insert(s.start + static_cast<std::uintptr_t>(p * s.stride + i * s.ld + u));
+    }
+  }
+  return bytes;
+}
+
+TEST(Api, the_overlap_check_is_exact_on_small_layouts) {
+  // Against the bytes themselves: batches, leading dimensions, element sizes and misaligned starts.
+  std::mt19937_64 rng(27);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const std::size_t sizes[] = {1, 4, 8};
+  int overlapping = 0;
+  for (int round = 0; round < 4000; ++round) {
+    detail::Span spans[2];
+    for (auto& s : spans) {
+      const detail::Stored shape{pick(1, 4), pick(1, 5)};
+      const std::size_t elem = sizes[pick(0, 2)];
+      s = detail::span("X", reinterpret_cast<const void*>(static_cast<std::uintptr_t>(0x1000 + pick(0, 160))), shape,
+                       shape.cols + pick(0, 6), pick(0, 40), pick(1, 4), elem);
+    }
+    std::set<std::uintptr_t> a = bytes_of(spans[0]), b = bytes_of(spans[1]);
+    bool shared = false;
+    for (auto x : a) shared = shared || b.count(x) != 0;
+    overlapping += shared;
+    ASSERT_EQ(detail::overlap(spans[0], spans[1]), shared) << "round " << round;
+    ASSERT_EQ(detail::overlap(spans[1], spans[0]), shared) << "round " << round;
+  }
+  EXPECT_GT(overlapping, 400);  // both answers were tried often
+  EXPECT_LT(overlapping, 3600);
+}
+
+// Issue 27: a batch or a stride whose last byte lies past the end of the 64-bit address space is refused
+// before the driver (no memory can hold it); on both sides of the boundary.
+TEST(Api, an_operand_past_the_end_of_the_address_space_is_rejected) {
+  float* const top = reinterpret_cast<float*>(~std::uintptr_t{0} - 4095);  // the last 4096 bytes
+  const auto batch_of = [&](std::int64_t batch) {
+    return argument_error([&] {
+      gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, kA, 1, 0, kA, 1, 0, top, 1, 1, batch);
+    });
+  };
+  // 1024 floats end exactly at the last byte: not this error (a missing driver's, or "not memory of a device").
+  EXPECT_FALSE(says(batch_of(1024), "address space")) << batch_of(1024);
+  EXPECT_PRED2(says, batch_of(1025), "C (1 row; a batch of 1025, stride 1) spans 4100 bytes");
+  EXPECT_PRED2(says, batch_of(1025), "past the end of the address space");
+  // A leading dimension alone: 2 rows of A, the second 2^40 floats after the first.
+  EXPECT_PRED2(says, argument_error([&] {
+                gemm<MaxPlus, float>(Trans::kNo, Trans::kNo, 2, 1, 1, top, std::int64_t{1} << 40, kA, 1, kC, 1);
+              }), "A (2 rows, ld 1099511627776) spans 4398046511108 bytes");
+}
+
+/// Skips a test that needs the fake libcuda.so.1 (meson test api_fake_driver).
+#define TROPICAL_REQUIRE_FAKE_DRIVER()                                                                     \
+  do {                                                                                                      \
+    if (std::getenv(fake_cuda::kEnvironment) == nullptr) {                                                 \
+      GTEST_SKIP() << "runs in meson test api_fake_driver (tests/fake_cuda's libcuda.so.1 on LD_LIBRARY_PATH)"; \
+    }                                                                                                       \
+  } while (false)
+
+/// What a call that passed every check does under the fake driver: fail at a driver call (the first
+/// context operation), not at an argument check.
+bool reached_the_driver(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const CudaError&) {
+    return true;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  return false;
+}
+
+float* device_floats(std::uintptr_t address) { return reinterpret_cast<float*>(address); }
+
+// Issue 27: a batch, stride or leading dimension that runs past the end of the allocation holding the
+// operand's first byte is an InvalidArgument before any launch (it was an illegal address in the kernel,
+// which ends the context); one that fits exactly is launched.
+TEST(ApiWithADriver, an_operand_past_the_end_of_its_allocation_is_rejected) {
+  TROPICAL_REQUIRE_FAKE_DRIVER();
+  using fake_cuda::kFirst;
+  using fake_cuda::kThird;
+  const float* a = device_floats(kFirst);
+  const float* b = device_floats(kFirst + 64);
+  // batch = 2^40 products of one element: 4 TiB of C in a 1 MiB allocation.
+  EXPECT_PRED2(says, invalid_message([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, a, 1, 0, b, 1, 0, device_floats(kThird), 1, 1,
+                                             std::int64_t{1} << 40);
+              }), "C spans 4398046511104 bytes from 0x200000000, past the end of its allocation (1048576 bytes left");
+  // An input too: 2^18 products of A one element apart are the 1 MiB of its allocation, from its first
+  // byte; one element later they end 4 bytes past it.
+  const auto a_batch = [&](const float* a_at) {
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, a_at, 1, 1, b, 1, 0, device_floats(kThird), 1, 1,
+                                 std::int64_t{1} << 18);
+  };
+  EXPECT_TRUE(reached_the_driver([&] { a_batch(a); }));
+  EXPECT_PRED2(says, invalid_message([&] { a_batch(a + 1); }),
+               "A spans 1048576 bytes from 0x100000004, past the end of its allocation (1048572 bytes left");
+}
+
+TEST(ApiWithADriver, a_stride_that_fits_the_allocation_exactly_is_launched_and_one_more_is_not) {
+  TROPICAL_REQUIRE_FAKE_DRIVER();
+  using fake_cuda::kSecond;
+  const float* a = device_floats(fake_cuda::kFirst);
+  // C: 4096 products of 4 x 16 (ldc 16: 64 floats each), stride_c 64: exactly the 1 MiB allocation.
+  const std::int64_t batch = static_cast<std::int64_t>(fake_cuda::kBytes / (64 * sizeof(float)));
+  const auto product = [&](std::uintptr_t c, std::int64_t ldc, std::int64_t stride_c) {
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 16, 1, a, 1, 0, a + 4, 16, 0, device_floats(c), ldc,
+                                 stride_c, batch);
+  };
+  EXPECT_TRUE(reached_the_driver([&] { product(kSecond, 16, 64); }));
+  // One element more, by the stride, the start or the leading dimension: past the end.
+  EXPECT_PRED2(says, invalid_message([&] { product(kSecond, 16, 65); }),
+               "C spans 1064956 bytes from 0x100100000, past the end of its allocation (1048576 bytes left");
+  EXPECT_PRED2(says, invalid_message([&] { product(kSecond + 4, 16, 64); }), "past the end of its allocation");
+  EXPECT_PRED2(says, invalid_message([&] { product(kSecond, 17, 68); }), "past the end of its allocation");
+  // The bytes after the end of the first allocation are the second's: still past the end of the first.
+  EXPECT_PRED2(says, invalid_message([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 16, 1, a, 1, 0, a + 4, 16, 0,
+                                             device_floats(kSecond - 256), 16, 64, 2);
+              }), "C spans 512 bytes from 0x1000fff00, past the end of its allocation (256 bytes left of the 1048576 "
+                  "from 0x100000000)");
+}
+
+TEST(ApiWithADriver, backward_passes_check_their_operands_against_their_allocations) {
+  TROPICAL_REQUIRE_FAKE_DRIVER();
+  const float* gc = device_floats(fake_cuda::kFirst);
+  const auto* argmax = reinterpret_cast<const std::int32_t*>(fake_cuda::kFirst + 4096);
+  float* grad = device_floats(fake_cuda::kSecond + fake_cuda::kBytes - 16);  // room for 4 floats
+  // dB is 2 x 2 (k x n): with ldgb 3 its second row ends one float past the allocation.
+  EXPECT_PRED2(says, invalid_message([&] {
+                backward_b<MaxPlus, float>(Trans::kNo, Trans::kNo, 2, 2, 2, gc, 2, argmax, 2, nullptr, 2, grad, 3);
+              }), "grad_b spans 20 bytes");
+  EXPECT_PRED2(says, invalid_message([&] {
+                backward_b_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 2, 2, 2, gc, 2, 4, argmax, 2, 4, nullptr, 2, 4,
+                                                   grad, 2, 4, 2);
+              }), "grad_b spans 32 bytes");
 }
 
 TEST(Api, a_product_without_a_driver_throws_unavailable) {

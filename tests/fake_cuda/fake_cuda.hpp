@@ -1,0 +1,19 @@
+#pragma once
+
+// What the test-only libcuda.so.1 of this directory pretends to hold, for tests that check arguments against
+// the driver's view of memory without a GPU (meson test api_fake_driver runs the api suite with it).
+#include <cstdint>
+
+namespace tropical::fake_cuda {
+
+/// Three device allocations of kBytes each: two back to back, [kFirst, kSecond) and [kSecond, kSecond +
+/// kBytes), and one apart at kThird. Any other address is not CUDA memory. Nothing is ever read or written.
+inline constexpr std::uint64_t kBytes = std::uint64_t{1} << 20;
+inline constexpr std::uintptr_t kFirst = std::uintptr_t{1} << 32;
+inline constexpr std::uintptr_t kSecond = kFirst + kBytes;
+inline constexpr std::uintptr_t kThird = std::uintptr_t{1} << 33;
+
+/// The environment variable the api_fake_driver test sets, so that tests know which driver they see.
+inline constexpr const char* kEnvironment = "TROPICAL_TEST_FAKE_DRIVER";
+
+}  // namespace tropical::fake_cuda
