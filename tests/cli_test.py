@@ -8,6 +8,7 @@ test stays quick on a small CI machine.
 Usage: cli_test.py PATH_TO_TROPICAL
 """
 
+import fcntl
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 TROPICAL = os.path.abspath(sys.argv[1])
@@ -445,6 +447,61 @@ class CliTest(unittest.TestCase):
         self.assertIn("2 compiled", proc.stdout)
         self.assertRegex(proc.stdout, r"[12] not stored")
         self.assertIn("too small", proc.stderr)
+        # This run's own stores evicted them: said as such, and nothing is blamed on another process.
+        self.assertNotIn("another process", proc.stderr)
+
+    def digest_of(self, kernel):
+        """The entry file name of kernel for sm_90 (a warm into a scratch cache), which names its lock stripe."""
+        scratch = dict(self.env, TROPICAL_CACHE_DIR=os.path.join(self.tmp, "scratch-" + kernel))
+        self.run_tropical("warm", "--arch", "sm_90", kernel, env=scratch)
+        (name,) = [n for n in os.listdir(scratch["TROPICAL_CACHE_DIR"]) if n.endswith(".entry")]
+        return name
+
+    def test_warm_tells_entries_removed_by_another_process_from_a_cache_too_small(self):
+        # Issue 27, item 7, reproduced in order: warm (-j 1) stores FIRST, and its eviction removes an old
+        # entry to stay under the limit; while it waits for SECOND's lock stripe (held here), `tropical clear
+        # FIRST` runs; then warm stores SECOND. FIRST is missing and this run did evict, but not FIRST: the
+        # cache (2 MiB) holds both kernels, so "too small" would be wrong.
+        first = KERNEL
+        stripe = lambda digest: digest[:2]
+        first_stripe = stripe(self.digest_of(first))
+        candidates = [OTHER, "tropical_backward_a_minplus_f32", "tropical_backward_b_minplus_f32",
+                      "tropical_backward_a_maxplus_f64"]
+        second, second_digest = next((k, d) for k, d in ((k, self.digest_of(k)) for k in candidates)
+                                     if stripe(d) != first_stripe)
+        # The second kernel's lock stripe file, made by a warm of it (whose entry goes again).
+        self.run_tropical("warm", "--arch", "sm_90", second)
+        self.run_tropical("clear", second)
+        old = os.path.join(self.cache, "f" * 64 + ".entry")  # an old entry of 4 MiB: evicted by the first store
+        with open(old, "wb") as f:
+            f.write(bytes(4 << 20))
+        os.chmod(old, 0o600)
+        os.utime(old, (946684800, 946684800))
+        env = dict(self.env, TROPICAL_CACHE_MAX_SIZE=str(2 << 20), TROPICAL_LOCK_TIMEOUT="120s")
+        lock = os.open(os.path.join(self.cache, "locks", "tropical-%s.lock" % stripe(second_digest)), os.O_RDWR)
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX)
+            warm = subprocess.Popen([TROPICAL, "warm", "--arch", "sm_90", "-j", "1", first, second], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            watchdog = threading.Timer(300, warm.kill)
+            watchdog.start()
+            seen = []
+            while not any(line.startswith("1/2 " + first) for line in seen):
+                line = warm.stderr.readline()
+                self.assertTrue(line, "warm ended before storing %s: %s" % (first, "".join(seen)))
+                seen.append(line)
+            self.assertFalse(os.path.exists(old), "the first store evicted the old entry")
+            self.run_tropical("clear", first, env=env)  # another process removes what warm stored
+        finally:
+            os.close(lock)  # releases the stripe: warm stores the second kernel
+        out, err = warm.communicate()
+        watchdog.cancel()
+        err = "".join(seen) + err
+        self.assertEqual(warm.returncode, 1, out + err)
+        self.assertIn("1 not stored", out)
+        self.assertEqual(self.entries(), [second_digest])
+        self.assertIn("1 of 2 kernels for sm_90 is not stored in %s: removed by another process" % self.cache, err)
+        self.assertNotIn("too small", err)
 
     def test_warm_without_nvrtc_says_so_once_and_exits_3(self):
         env = dict(self.env, TROPICAL_NVRTC=os.path.join(self.tmp, "no-such-libnvrtc.so"))

@@ -81,7 +81,8 @@ int cmd_warm(int argc, char** argv) {
         "Compiles kernels into the disk cache for the arch (default: GPU 0's, else sm_90),\n"
         "on every core unless -j says otherwise. Needs no GPU. Progress goes to stderr: a\n"
         "bar on a terminal, one line per kernel otherwise; the summary to stdout. Exit 1\n"
-        "if a kernel failed or could not be stored (cache disabled, unusable or too small).\n"
+        "if a kernel failed or is not stored (cache disabled, unusable or too small, or\n"
+        "its entry removed meanwhile by another process: each said apart).\n"
         "Tuned kernels only: with them in the cache a program never uses the quick tier.\n");
     return kExitOk;
   }
@@ -111,14 +112,23 @@ int cmd_warm(int argc, char** argv) {
   }
   for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", e.c_str());
 
-  // What warm is for is the entries it leaves on disk: count the ones missing. A disabled or unusable
-  // cache stored nothing in this run, whatever an earlier run left in its directory.
-  std::size_t stored = 0;
+  // What warm is for is the entries it leaves on disk: count the ones missing, and those of them that this
+  // process's own eviction removed (the cache is too small for them) apart from the rest (removed by
+  // someone else since: a tropical clear, another process's eviction). A disabled or unusable cache stored
+  // nothing in this run, whatever an earlier run left in its directory.
+  std::size_t stored = 0, evicted_here = 0;
   const bool stores = info().enabled;
+  const auto look = [&](std::uint32_t id) {
+    if (entry_exists(id, arch)) {
+      ++stored;
+    } else if (registry().disk().evicted(registry().cache_key(id, arch))) {
+      ++evicted_here;
+    }
+  };
   if (stores && ids.empty()) {
-    for (const auto& k : catalog::kInfo) stored += entry_exists(static_cast<std::uint32_t>(k.id), arch);
+    for (const auto& k : catalog::kInfo) look(static_cast<std::uint32_t>(k.id));
   } else if (stores) {
-    for (const auto id : ids) stored += entry_exists(static_cast<std::uint32_t>(id), arch);
+    for (const auto id : ids) look(static_cast<std::uint32_t>(id));
   }
   const std::size_t wanted = report.kernels - report.errors.size();
   // With a signing key, what was already cached is compiled again and that compile published (what this run
@@ -140,19 +150,23 @@ int cmd_warm(int argc, char** argv) {
   if (not_stored != 0) {
     std::fflush(stdout);  // the summary first, on a terminal
     const CacheInfo i = info();
-    const std::string why = cache_disabled_by_env() ? "the cache is disabled (TROPICAL_CACHE_DISABLE)"
-                            : !i.enabled            ? "the cache is unusable (its reason is printed above)"
-                            : registry().disk().process_stats().errors > 0
-                                ? "storing failed (the reason is printed above)"
-                            // This process evicted nothing: another one (its eviction, `tropical clear`) removed them.
-                            : registry().disk().process_stats().evictions == 0
-                                ? "removed by another process (its eviction or tropical clear) after this run stored "
-                                  "them; the cache holds " + std::to_string(i.bytes) + " of its " +
-                                      std::to_string(i.max_bytes) + " bytes; run warm again"
-                                : "the cache is too small (limit " + std::to_string(i.max_bytes) +
-                                      " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)";
-    std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", not_stored,
-                 count(wanted, "kernel").c_str(), arch, not_stored == 1 ? "is" : "are", i.dir.c_str(), why.c_str());
+    const auto say = [&](std::size_t n, const std::string& why) {
+      if (n == 0) return;
+      std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", n,
+                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", i.dir.c_str(), why.c_str());
+    };
+    const std::size_t gone = not_stored - std::min(evicted_here, not_stored);
+    // This process's stores evicted these: the limit cannot hold what warm was asked for.
+    say(not_stored - gone, "the cache is too small (limit " + std::to_string(i.max_bytes) +
+                               " bytes; see TROPICAL_CACHE_MAX_SIZE or tropical config max_size)");
+    say(gone, cache_disabled_by_env() ? "the cache is disabled (TROPICAL_CACHE_DISABLE)"
+              : !i.enabled            ? "the cache is unusable (its reason is printed above)"
+              : registry().disk().process_stats().errors > 0
+                  ? "storing failed (the reason is printed above)"
+                  // Not evicted by this process: another one (its eviction, `tropical clear`) removed them.
+                  : "removed by another process (its eviction or tropical clear) after this run stored or found "
+                    "them, not by this run's evictions; the cache holds " + std::to_string(i.bytes) + " of its " +
+                        std::to_string(i.max_bytes) + " bytes; run warm again");
   }
   return report.errors.empty() && not_stored == 0 ? kExitOk : kExitFailed;
 }

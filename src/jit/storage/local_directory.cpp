@@ -221,6 +221,7 @@ Evicted evict_entries(int dir_fd, std::vector<EntryFile> entries, std::uint64_t 
     if (::unlinkat(dir_fd, entry.name.c_str(), 0) == 0) {
       ++evicted.entries;
       evicted.bytes += entry.size;
+      evicted.names.push_back(entry.name);
     }
     total -= entry.size;
   }

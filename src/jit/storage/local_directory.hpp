@@ -68,6 +68,7 @@ std::vector<EntryFile> list_entries(int dir_fd);
 struct Evicted {
   std::uint64_t entries = 0;
   std::uint64_t bytes = 0;
+  std::vector<std::string> names;  ///< the entry files it unlinked
 };
 
 /// Removes the least recently used (oldest mtime) entry files of this user until they total at most

@@ -63,6 +63,10 @@ bool LocalStore::remove(const CacheKey& key) {
          local::remove_own_file(impl_->dir.get(), key.digest() + std::string(local::kEntrySuffix));
 }
 
+bool LocalStore::evicted(const CacheKey& key) const {
+  return impl_->was_evicted(key.digest() + std::string(local::kEntrySuffix));
+}
+
 std::vector<StoredEntry> LocalStore::entries() const {
   const Impl& s = *impl_;
   std::vector<StoredEntry> out;

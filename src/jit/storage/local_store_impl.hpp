@@ -11,7 +11,9 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <deque>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "local_directory.hpp"
@@ -206,6 +208,7 @@ struct LocalStore::Impl {
       return false;
     }
     count(kBytesWritten, bytes.size());
+    forget_evicted(key.digest + std::string(local::kEntrySuffix));
     // The rename is durable only once the directory is synced. But the entry is
     // stored from the rename on, whole and loadable: a failed sync only risks
     // losing it to a crash, which costs a compile. So it is counted, not reported.
@@ -215,9 +218,40 @@ struct LocalStore::Impl {
     return true;
   }
 
+  // The entry files this object's evictions removed and that it has not stored again since, the latest
+  // kRememberedEvictions of them: how `tropical warm` tells "the cache is too small" (its own stores pushed
+  // them out) from "someone else removed them" (a tropical clear, another process's eviction).
+  static constexpr std::size_t kRememberedEvictions = 4096;
+  mutable std::mutex evicted_mutex;
+  std::set<std::string, std::less<>> evicted_names;
+  std::deque<std::string> evicted_order;
+
+  void remember_evicted(std::vector<std::string> names) {
+    const std::lock_guard lock(evicted_mutex);
+    for (auto& file : names) {
+      if (!evicted_names.insert(file).second) continue;
+      evicted_order.push_back(std::move(file));
+      if (evicted_order.size() > kRememberedEvictions) {
+        evicted_names.erase(evicted_order.front());
+        evicted_order.pop_front();
+      }
+    }
+  }
+
+  void forget_evicted(const std::string& file) {
+    const std::lock_guard lock(evicted_mutex);
+    if (evicted_names.erase(file) != 0) std::erase(evicted_order, file);
+  }
+
+  bool was_evicted(const std::string& file) const {
+    const std::lock_guard lock(evicted_mutex);
+    return evicted_names.count(file) != 0;
+  }
+
   void evict(const std::string& keep) {
-    const local::Evicted evicted = local::tidy(dir.get(), config.max_bytes, keep);
+    local::Evicted evicted = local::tidy(dir.get(), config.max_bytes, keep);
     if (evicted.entries == 0) return;
+    remember_evicted(std::move(evicted.names));
     count(kEvictions, evicted.entries);
     publish();
     log_line(config.log, LogLevel::kInfo,

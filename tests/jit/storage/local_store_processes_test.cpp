@@ -286,6 +286,36 @@ TEST_F(LocalStoreTest, entry_just_written_is_kept_even_above_the_limit) {
   EXPECT_TRUE(same(*loaded, cubin_only(make_image(2))));
 }
 
+// Issue 27, item 7: what this store's eviction removed is told apart from what someone else removed (a
+// `tropical clear`, another process's eviction), so that warm blames the size limit only for the first.
+TEST_F(LocalStoreTest, it_remembers_the_entries_its_own_eviction_removed_and_no_others) {
+  const std::uint64_t size = entry_size();
+  LocalStore cache(config(2 * size + size / 2));
+  LocalStore other(config(2 * size + size / 2));
+  for (int i = 0; i < 2; ++i) cache.get_or_compile(make_key(i), [&] { return make_image(i); });
+  set_mtime(cache.entry_path(make_key(0)), 200s);
+  set_mtime(cache.entry_path(make_key(1)), 100s);
+  cache.get_or_compile(make_key(2), [] { return make_image(2); });  // evicts key 0, the oldest
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(0))));
+  EXPECT_TRUE(cache.evicted(make_key(0)));
+  EXPECT_FALSE(other.evicted(make_key(0))) << "another object (process) did not evict it";
+  // Removed by someone else: not this store's eviction, though this store has evicted.
+  ASSERT_TRUE(other.remove(make_key(1)));
+  EXPECT_FALSE(cache.evicted(make_key(1)));
+  EXPECT_FALSE(cache.evicted(make_key(2)));
+  EXPECT_FALSE(cache.evicted(make_key(7))) << "never stored";
+  // Another process's eviction is its own, not this one's.
+  set_mtime(cache.entry_path(make_key(2)), 300s);
+  other.get_or_compile(make_key(3), [] { return make_image(3); });
+  other.get_or_compile(make_key(4), [] { return make_image(4); });
+  EXPECT_FALSE(fs::exists(cache.entry_path(make_key(2))));
+  EXPECT_TRUE(other.evicted(make_key(2)));
+  EXPECT_FALSE(cache.evicted(make_key(2)));
+  // Stored again, an entry is no longer one this store evicted.
+  cache.get_or_compile(make_key(0), [] { return make_image(0); });
+  EXPECT_FALSE(cache.evicted(make_key(0)));
+}
+
 TEST_F(LocalStoreTest, reader_holding_an_evicted_entry_still_reads_its_bytes) {
   const std::uint64_t size = entry_size();
   LocalStore cache(config(2 * size + size / 2));

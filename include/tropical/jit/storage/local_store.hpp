@@ -96,6 +96,10 @@ class LocalStore final : public Store {
   void zero_stats();
   /// Removes the entry for key if it is a file of this user; true if one was removed.
   bool remove(const CacheKey& key);
+  /// True if this object's size-limit eviction removed the entry for key and it has not stored it again
+  /// since (the latest 4096 evicted entries are remembered): an entry missing for any other reason was
+  /// removed by someone else (tropical clear, another process's eviction) or never stored.
+  bool evicted(const CacheKey& key) const;
   /// Every entry file of this user (any NVRTC build, format or source) with the key its header names; reads
   /// headers and keys only: nothing is verified, counted or touched (no LRU time). Empty when unusable.
   std::vector<StoredEntry> entries() const;
