@@ -20,11 +20,18 @@
 ///   context) and the call returns without waiting. A stream must belong to
 ///   the primary context of the device that holds the operands (a stream of
 ///   another context is rejected): the library launches in primary contexts.
-/// - Every pointer must be memory of one device; the kernel runs there. An
-///   output must not overlap an input: C must not be A or B (C = alpha (x)
-///   op(A) (x) op(B) (+) beta (x) C reads and writes C in place, which is
-///   allowed); identical pointers are rejected, partial overlaps are the
-///   caller's to avoid.
+/// - Every pointer must be memory of one device; the kernel runs there. Each
+///   operand (every product of a batch, every row to the last, at its leading
+///   dimension) must lie inside the allocation that holds its first element, as
+///   the driver reports it (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / _SIZE: for
+///   cuMemMap'd memory the reserved range); a batch, stride or leading dimension
+///   that runs past its end, or past the end of the address space, is rejected.
+/// - An output must not share an element with an input: C none with A or B,
+///   argmax none with A, B or C, a gradient none with dC, argmax or the operand
+///   (C = alpha (x) op(A) (x) op(B) (+) beta (x) C reads and writes C in place,
+///   which is allowed). The check compares bytes, not address ranges: blocks
+///   of one matrix that share no element are accepted (an interleaving too
+///   intricate to settle within a small bounded search is accepted too).
 /// - A gemm or gemm_argmax whose m x n fits a small tile of the batched op
 ///   (f32: 16, 32 or 64 square; f64: 16 or 32; catalog::pick_product) runs as
 ///   a batch of one on that tile's kernel: one block, no idle threads, a
@@ -41,9 +48,11 @@
 ///   capturing (a first call, or tropical::warm): loading a module is not a
 ///   stream operation and a capture in global mode may refuse it.
 /// - Throws InvalidArgument (negative size, small leading dimension, a size
-///   or offset that overflows 64 bits, null or host pointer, pointers on
-///   different devices, stream of another device), CompileError, CudaError,
-///   or Unavailable (no driver or no GPU). Nothing is queued when it throws.
+///   or offset that overflows 64 bits, null or host pointer, an operand past
+///   the end of its allocation, an output sharing memory with an input,
+///   pointers on different devices, stream of another device), CompileError,
+///   CudaError, or Unavailable (no driver or no GPU). Nothing is queued when it
+///   throws; every check but the device and allocation ones needs no GPU.
 /// - A semiring x type x op missing from the catalog does not compile. Every
 ///   semiring has gemm, gemm_argmax, gemm_batched and gemm_batched_argmax
 ///   (AndOr over std::uint8_t only; its argmax is the first k with a(i, k) and
@@ -181,8 +190,9 @@ void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
 
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch; matrix p of each operand
 /// starts stride elements after matrix p - 1. stride_a or stride_b may be 0
-/// (one operand for the whole batch); negative strides, and a stride_c that
-/// makes two products of C overlap, are rejected. Small products (m and n up
+/// (one operand for the whole batch); negative strides, and a stride_c below
+/// one product's extent ((m - 1) * ldc + n: products of C that could share an
+/// element), are rejected. Small products (m and n up
 /// to a small tile of codegen/spec.py) run one block per product.
 template <Semiring S, Element T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
