@@ -240,5 +240,72 @@ TEST(GpuApiBatched, null_and_host_pointers_are_rejected_with_their_names) {
   EXPECT_GE(device_count(), 1);
 }
 
+// Issue 27 with the real driver: cuMemAlloc's allocation is the bound (fake_cuda's model of it in the API
+// suite), a batch that fits it exactly runs, one element more is refused; an output may share no element
+// with an input, but blocks of one matrix that share none run and are right.
+TEST(GpuApiBatched, a_batch_that_fits_its_allocation_exactly_runs_and_one_element_more_is_refused) {
+  if (!jit::driver::available()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<float> a_host = {1, 2, 3, 4}, b_host = {10, 20, 30, 40, 50, 60, 70, 80,
+                                                            90, 100, 110, 120, 130, 140, 150, 160};
+  DeviceBuffer<float> a(a_host), b(b_host);
+  constexpr std::int64_t kElements = std::int64_t{1} << 20, kBatch = kElements / 64;  // 4 x 16 products
+  DeviceBuffer<float> c(static_cast<std::size_t>(kElements));
+  const auto product = [&](float* c_at, std::int64_t stride_c, std::int64_t batch) {
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 16, 1, a.get(), 1, 0, b.get(), 16, 0, c_at, 16, stride_c,
+                                 batch);
+  };
+  product(c.get(), 64, kBatch);
+  const std::vector<float> got = c.download(static_cast<std::size_t>(kElements));
+  for (std::int64_t p = 0; p < kBatch; p += kBatch - 1) {
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 16; ++j) {
+        ASSERT_EQ(got[static_cast<std::size_t>(p * 64 + i * 16 + j)], a_host[i] + b_host[j]) << p << " " << i << " " << j;
+      }
+    }
+  }
+  const auto refused = [&](auto&& call) {
+    try {
+      call();
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what()).find("past the end of its allocation") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused([&] { product(c.get(), 65, kBatch); }));
+  EXPECT_TRUE(refused([&] { product(c.get() + 1, 64, kBatch); }));
+  EXPECT_TRUE(refused([&] { product(c.get(), 64, kBatch + 1); }));
+  EXPECT_TRUE(refused([&] {
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, a.get(), 1, 0, b.get(), 1, 0, c.get(), 1, 1,
+                                 std::int64_t{1} << 40);
+  }));
+  EXPECT_TRUE(refused([&] {  // an input: 2^20 elements of A one apart, from a 4-element buffer
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, a.get(), 1, 1, b.get(), 1, 0, c.get(), 1, 1,
+                                 kElements);
+  }));
+  // Nothing ran for them: the context is fine and C is as the first product left it.
+  EXPECT_EQ(c.download(64), std::vector<float>(got.begin(), got.begin() + 64));
+}
+
+TEST(GpuApiBatched, blocks_of_one_matrix_that_share_no_element_run_and_partial_overlaps_are_refused) {
+  if (!jit::driver::available()) GTEST_SKIP() << "no CUDA device";
+  // One 8 x 8 matrix: C = its block (0, 1) = block (0, 0) (x) block (1, 0) over (min, +).
+  std::vector<float> m(64);
+  for (int i = 0; i < 64; ++i) m[static_cast<std::size_t>(i)] = static_cast<float>((i * 37) % 23);
+  DeviceBuffer<float> d(m);
+  gemm<MinPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, d.get(), 8, d.get() + 32, 8, d.get() + 4, 8);
+  std::vector<float> want = m;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      float best = INFINITY;
+      for (int q = 0; q < 4; ++q) best = std::fmin(best, m[static_cast<std::size_t>(i * 8 + q)] + m[static_cast<std::size_t>((4 + q) * 8 + j)]);
+      want[static_cast<std::size_t>(i * 8 + 4 + j)] = best;
+    }
+  }
+  EXPECT_EQ(d.download(64), want);
+  EXPECT_THROW((gemm<MinPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, d.get(), 8, d.get() + 32, 8, d.get() + 3, 8)),
+               InvalidArgument);
+  EXPECT_EQ(d.download(64), want);
+}
+
 }  // namespace
 }  // namespace tropical
