@@ -144,6 +144,10 @@ const CeilingKernel kCeilings[] = {
     {"u8_and_or", "unsigned char", "(unsigned char)(a | (b & y))", "u8"},
     // ... and four bytes per 32-bit register (what a packed kernel could reach).
     {"u8x4_and_or", "unsigned int", "(a | (b & y))", "u8x4"},
+    // Hopper's DPX add-max (issue 26): one VIADDMNMX on sm_90 (emulated before), on one 32-bit lane and on
+    // two 16-bit lanes (two lane-steps per instruction: the int16 products' ceiling).
+    {"i32_viaddmax", "int", "__viaddmax_s32(b, y, a)", ""},
+    {"i16x2_viaddmax", "unsigned int", "__viaddmax_s16x2(b, y, a)", "i16"},
 };
 
 std::string ceiling_source() {
@@ -186,6 +190,11 @@ std::map<std::string, double>& ceilings() {  // type -> T MAC/s
   return c;
 }
 
+std::map<std::int64_t, double>& maxplus_f32_rate() {  // n -> T MAC/s of gemm/maxplus/f32/n in this run
+  static std::map<std::int64_t, double> r;
+  return r;
+}
+
 template <class T>
 void run_ceiling(benchmark::State& state, const CeilingKernel& kernel) {
   const int blocks = sm_count() * 8, threads = 256, iters = 2048;
@@ -202,8 +211,9 @@ void run_ceiling(benchmark::State& state, const CeilingKernel& kernel) {
     ms = median_ms([&] { ceiling_module().launch(fn.c_str(), blocks, threads, args); }, 5);
     state.SetIterationTime(ms * 1e-3);
   }
-  // A packed u8x4 operation is four byte products.
-  const double macs = double(blocks) * threads * iters * 64 * (std::string(kernel.key) == "u8x4" ? 4 : 1);
+  // A packed u8x4 operation is four byte products, an i16x2 one two.
+  const std::string key = kernel.key;
+  const double macs = double(blocks) * threads * iters * 64 * (key == "u8x4" ? 4 : key == "i16" ? 2 : 1);
   const double rate = macs / (ms * 1e-3) / 1e12;
   state.counters["TMAC/s"] = rate;
   if (*kernel.key) ceilings()[kernel.key] = rate;
@@ -251,6 +261,17 @@ extern "C" __global__ void copy_x4(const float4* __restrict__ in, float4* __rest
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     out[i] = in[i];
 }
+// Integer-valued floats in [lo, hi].
+extern "C" __global__ void fill_f32_int(float* p, long long n, unsigned long long seed, long long lo, long long hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = (float)(lo + (long long)(mix(seed ^ (unsigned long long)i) % (unsigned long long)(hi - lo + 1)));
+}
+extern "C" __global__ void fill_i16(short* p, long long n, unsigned long long seed, long long lo, long long hi) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = mix(seed ^ (unsigned long long)i);
+    p[i] = lo > hi ? (short)r : (short)(lo + (long long)(r % (unsigned long long)(hi - lo + 1)));
+  }
+}
 extern "C" __global__ void fill_i64(long long* p, long long n, unsigned long long seed, long long lo, long long hi) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const unsigned long long r = mix(seed ^ (unsigned long long)i);
@@ -270,14 +291,15 @@ const char* type_name() {
   if constexpr (std::is_same_v<T, double>) return "f64";
   if constexpr (std::is_same_v<T, std::int32_t>) return "i32";
   if constexpr (std::is_same_v<T, std::int64_t>) return "i64";
+  if constexpr (std::is_same_v<T, std::int16_t>) return "i16";
   if constexpr (std::is_same_v<T, std::uint8_t>) return "u8";
 }
 
 /// Fills n elements with random data for semiring S: floats uniform in
 /// [-1000, 1000) ([0, 2) for MaxMul); integers over their full range
 /// (non-negative for MaxMul), so saturation really happens, or with `small`
-/// in [-2^29, 2^29) ([0, 2^15) for MaxMul), where no product can overflow;
-/// bytes (AndOr) any value.
+/// in [-2^29, 2^29) ([0, 2^15) for MaxMul), where no product can overflow
+/// (int16: [-2^13, 2^13), [0, 2^7) for MaxMul: the DPX path); bytes (AndOr) any value.
 template <class S, class T>
 void fill(const DeviceMemory& mem, long long n, unsigned long long seed, bool small = false) {
   CUdeviceptr p = mem.get();
@@ -294,8 +316,9 @@ void fill(const DeviceMemory& mem, long long n, unsigned long long seed, bool sm
   } else {
     long long lo = nonneg ? 0 : 1, hi = nonneg ? static_cast<long long>(std::numeric_limits<T>::max()) : 0;
     if (small) {
-      lo = nonneg ? 0 : -(1LL << 29);
-      hi = nonneg ? (1LL << 15) - 1 : (1LL << 29) - 1;
+      const bool i16 = std::is_same_v<T, std::int16_t>;
+      lo = nonneg ? 0 : -(1LL << (i16 ? 13 : 29));
+      hi = nonneg ? (1LL << (i16 ? 7 : 15)) - 1 : (1LL << (i16 ? 13 : 29)) - 1;
     }
     void* args[] = {&p, &n, &seed, &lo, &hi};
     fill_module().launch(fn.c_str(), 1024, 256, args);
@@ -349,6 +372,47 @@ void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small =
     state.SetIterationTime(ms * 1e-3);
   }
   report<T>(state, macs, ms);
+  if constexpr (std::is_same_v<S, MaxPlus> && std::is_same_v<T, float>) {
+    if (!argmax && !small) maxplus_f32_rate()[n] = macs / (ms * 1e-3) / 1e12;
+  }
+}
+
+/// CountingTropical C = A (x) B (issue 26), n^3: values uniform in [-1000, 1000) (one winner per element,
+/// the kernel's chunk rescan) or with `tied` integers in [-2, 2] (ties everywhere: its dense counting
+/// pass; f32 only). Reports the rate over f32 MaxPlus's at the same size in this run.
+template <class T>
+void run_counting(benchmark::State& state, std::int64_t n, bool tied) {
+  if (!need_gpu(state)) return;
+  const std::size_t elems = static_cast<std::size_t>(n * n);
+  DeviceMemory av(elems * sizeof(T)), ac(elems * sizeof(T)), bv(elems * sizeof(T)), bc(elems * sizeof(T)),
+      cv(elems * sizeof(T)), cc(elems * sizeof(T));
+  fill<MaxMul, T>(ac, n * n, 11);  // counts uniform in [0, 2): their values do not change the work
+  fill<MaxMul, T>(bc, n * n, 12);
+  long long count = n * n;
+  unsigned long long seed = 13;
+  if (tied && std::is_same_v<T, float>) {
+    long long vlo = -2, vhi = 2;
+    for (const DeviceMemory* values : {&av, &bv}) {
+      CUdeviceptr p = values->get();
+      void* args[] = {&p, &count, &seed, &vlo, &vhi};
+      fill_module().launch("fill_f32_int", 1024, 256, args);
+      ++seed;
+    }
+  } else {
+    fill<MaxPlus, T>(av, n * n, 1);
+    fill<MaxPlus, T>(bv, n * n, 2);
+  }
+  const CountingMatrix<const T> a{av.as<T>(), n, ac.as<T>(), n}, b{bv.as<T>(), n, bc.as<T>(), n};
+  const CountingMatrix<T> c{cv.as<T>(), n, cc.as<T>(), n};
+  const double macs = double(n) * n * n;
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { gemm_counting<T>(Trans::kNo, Trans::kNo, n, n, n, a, b, c); }, samples_for(macs));
+    state.SetIterationTime(ms * 1e-3);
+  }
+  report<T>(state, macs, ms);
+  const auto it = maxplus_f32_rate().find(n);
+  if (it != maxplus_f32_rate().end()) state.counters["vs_maxplus_f32"] = macs / (ms * 1e-3) / 1e12 / it->second;
 }
 
 /// Also reports the bound of a batch of n^3 products: the lower of the ALU
@@ -520,8 +584,8 @@ void register_pair() {
                                  [n](benchmark::State& s) { run_gemm<S, T>(s, n, true); })
         ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   }
-  if constexpr (std::is_same_v<T, std::int32_t>) {
-    // Integer data where no product can overflow: the kernels' fast path.
+  if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int16_t>) {
+    // Integer data where no product can overflow: the kernels' fast path (int16: DPX).
     for (const bool argmax : {false, true}) {
       bench::register_guarded(((argmax ? "gemm_argmax/" : "gemm/") + suffix + "/8192/small").c_str(),
                                    [argmax](benchmark::State& s) { run_gemm<S, T>(s, 8192, argmax, true); })
@@ -602,6 +666,8 @@ void register_semiring() {
   register_pair<S, std::int32_t>();
   register_pair<S, double>();
   register_pair<S, std::int64_t>();
+  // int16 (issue 26): the DPX products of MaxPlus and MinPlus; the other semirings' are the generic tile.
+  if constexpr (S::kMul == MulKind::kAdd) register_pair<S, std::int16_t>();
 }
 
 void register_all() {
@@ -625,6 +691,10 @@ void register_all() {
   register_semiring<MaxMin>();
   register_semiring<MinMax>();
   register_pair<AndOr, std::uint8_t>();
+  // CountingTropical after f32 MaxPlus, whose 8192^3 rate its rows divide by.
+  add_row("counting/gemm/f32/8192", [](benchmark::State& s) { run_counting<float>(s, 8192, false); });
+  add_row("counting/gemm/f32/8192/tied", [](benchmark::State& s) { run_counting<float>(s, 8192, true); });
+  add_row("counting/gemm/f64/4096", [](benchmark::State& s) { run_counting<double>(s, 4096, false); });
   register_issue_13();
 }
 

@@ -58,6 +58,8 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
     template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
+    if s in spec.STRUCTURED_SEMIRINGS:
+        template_name = (spec.COUNTING_QUICK_TEMPLATE if quick else spec.COUNTING_TEMPLATE)[kernel.op]
     return env.get_template(template_name).render(
         template_name=template_name,
         k=kernel,
@@ -72,6 +74,7 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
         highest=spec.TYPE_HIGHEST[t],
         fmax=spec.TYPE_FMAX.get(t),
         fmin=spec.TYPE_FMIN.get(t),
+        batched=kernel.op in spec.BATCHED_OPS,
         zero=identity_value(spec.SEMIRING_ZERO[s], t),
         add=spec.SEMIRING_ADD[s],
         mul=spec.SEMIRING_MUL[s],
@@ -126,11 +129,17 @@ def header_context(kernels):
             "zero_enum": IDENTITY_ENUM[spec.SEMIRING_ZERO[s]],
             "one_enum": IDENTITY_ENUM[spec.SEMIRING_ONE[s]],
         }
-        for s in spec.Semiring
+        for s in spec.Semiring if s not in spec.STRUCTURED_SEMIRINGS
     ]
+    # Every semiring tag, scalar or structured, in the enum's order (the kernel table's index).
+    semiring_tags = [spec.SEMIRING_TAG[s] for s in spec.Semiring]
+    structured = [{"tag": spec.SEMIRING_TAG[s], "short": s.value, "doc": spec.SEMIRING_DOC[s],
+                   "concept": spec.STRUCTURED_CONCEPT[s], "types": [spec.TYPE_HOST[t] for t in spec.SEMIRING_TYPES[s]]}
+                  for s in spec.STRUCTURED_SEMIRINGS]
     ops = [{"enum": spec.OP_ENUM[o], "short": o.value} for o in spec.Op]
     types = [{"host": spec.TYPE_HOST[t], "short": t.value} for t in spec.Type]
-    pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]]
+    pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]
+             if s not in spec.STRUCTURED_SEMIRINGS]
     defaults = [k for k in kernels if not k.variant]
     small = [k for k in kernels if k.variant]
     # A single product small enough for a small tile of the batched op of its
@@ -146,7 +155,7 @@ def header_context(kernels):
     # table indexed (semiring * types + type) * ops + op, in the enums' order.
     default_id = {(k.semiring, k.type, k.op): k.id for k in defaults}
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
-    return {"semirings": semirings, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
+    return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
             "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
             "catalog_contents": catalog_contents(defaults)}
 

@@ -17,6 +17,8 @@ class Semiring(enum.Enum):
     MAXMIN = "maxmin"
     MINMAX = "minmax"
     ANDOR = "andor"
+    # CountingTropical (values with counts, stored as two arrays): see COUNTING below.
+    COUNTING = "counting"
 
 
 class Type(enum.Enum):
@@ -25,6 +27,7 @@ class Type(enum.Enum):
     I32 = "i32"
     I64 = "i64"
     U8 = "u8"
+    I16 = "i16"
 
 
 class Op(enum.Enum):
@@ -46,6 +49,7 @@ SEMIRING_TAG = {
     Semiring.MAXMIN: "MaxMin",
     Semiring.MINMAX: "MinMax",
     Semiring.ANDOR: "AndOr",
+    Semiring.COUNTING: "CountingTropical",
 }
 
 # The semiring's addition: "max", "min" or "or". The winner of a reduction is
@@ -58,6 +62,7 @@ SEMIRING_ADD = {
     Semiring.MAXMIN: "max",
     Semiring.MINMAX: "min",
     Semiring.ANDOR: "or",
+    Semiring.COUNTING: "max",
 }
 
 # The semiring's multiplication: "add", "mul", "min", "max" or "and".
@@ -68,6 +73,7 @@ SEMIRING_MUL = {
     Semiring.MAXMIN: "min",
     Semiring.MINMAX: "max",
     Semiring.ANDOR: "and",
+    Semiring.COUNTING: "add",
 }
 
 # The additive identity (zero) and multiplicative identity (one), as names of
@@ -80,6 +86,7 @@ SEMIRING_ZERO = {
     Semiring.MAXMIN: "lowest",
     Semiring.MINMAX: "highest",
     Semiring.ANDOR: "zero",
+    Semiring.COUNTING: "lowest",
 }
 SEMIRING_ONE = {
     Semiring.MAXPLUS: "zero",
@@ -88,6 +95,7 @@ SEMIRING_ONE = {
     Semiring.MAXMIN: "highest",
     Semiring.MINMAX: "lowest",
     Semiring.ANDOR: "one",
+    Semiring.COUNTING: "zero",
 }
 
 SEMIRING_DOC = {
@@ -97,17 +105,23 @@ SEMIRING_DOC = {
     Semiring.MAXMIN: "(max, min), zero -inf, one +inf; bottleneck (widest) paths",
     Semiring.MINMAX: "(min, max), zero +inf, one -inf; minimax paths",
     Semiring.ANDOR: "(or, and) over bytes, zero false (0), one true (1); any non-zero byte is true, results are 0 or 1",
+    Semiring.COUNTING: ("CountingTropical: (value, count) elements, (max, +) on values with the counts of tied "
+                        "maxima added, products multiply counts; zero (-inf, 0), one (0, 1)"),
 }
 
 # The element types each semiring is generated for.
 NUMBER_TYPES = [Type.F32, Type.F64, Type.I32, Type.I64]
+# int16 (issue 26) for every semiring over numbers: -inf/+inf are lowest()/max()
+# and the multiplication saturates, as for i32; MaxPlus/MinPlus products use
+# Hopper's DPX 16x2 instructions where exact (templates/gemm_tile_i16x2.cuh.j2).
 SEMIRING_TYPES = {
-    Semiring.MAXPLUS: NUMBER_TYPES,
-    Semiring.MINPLUS: NUMBER_TYPES,
-    Semiring.MAXMUL: NUMBER_TYPES,
-    Semiring.MAXMIN: NUMBER_TYPES,
-    Semiring.MINMAX: NUMBER_TYPES,
+    Semiring.MAXPLUS: NUMBER_TYPES + [Type.I16],
+    Semiring.MINPLUS: NUMBER_TYPES + [Type.I16],
+    Semiring.MAXMUL: NUMBER_TYPES + [Type.I16],
+    Semiring.MAXMIN: NUMBER_TYPES + [Type.I16],
+    Semiring.MINMAX: NUMBER_TYPES + [Type.I16],
     Semiring.ANDOR: [Type.U8],
+    Semiring.COUNTING: [Type.F32, Type.F64],
 }
 
 # Spelling of each element type in a fragment (NVRTC, no system headers) and
@@ -118,6 +132,7 @@ TYPE_DEVICE = {
     Type.I32: "int",
     Type.I64: "long long",
     Type.U8: "unsigned char",
+    Type.I16: "short",
 }
 TYPE_HOST = {
     Type.F32: "float",
@@ -125,8 +140,9 @@ TYPE_HOST = {
     Type.I32: "std::int32_t",
     Type.I64: "std::int64_t",
     Type.U8: "std::uint8_t",
+    Type.I16: "std::int16_t",
 }
-TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False, Type.U8: False}
+TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False, Type.U8: False, Type.I16: False}
 
 # C++ enumerator of each operation (tropical::Op::kGemm, ...).
 OP_ENUM = {
@@ -160,6 +176,8 @@ def exists(op, semiring, type_):
     """True if the catalog has op for this semiring and element type."""
     if type_ not in SEMIRING_TYPES[semiring]:
         return False
+    if semiring in STRUCTURED_SEMIRINGS:
+        return op in STRUCTURED_OPS
     if op in BACKWARD_OPS:
         return semiring in BACKWARD_SEMIRINGS and type_ in BACKWARD_TYPES
     return True
@@ -219,7 +237,7 @@ def catalog():
             if not exists(op, s, t):
                 continue
             kernels.append(Kernel(len(kernels), op, s, t))
-            for tile in SMALL_TILES.get(op, {}).get(t, []):
+            for tile in ([] if s in STRUCTURED_SEMIRINGS else SMALL_TILES.get(op, {}).get(t, [])):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
     return kernels
 
@@ -233,6 +251,7 @@ TYPE_LOWEST = {
     Type.I32: "(-2147483647 - 1)",
     Type.I64: "(-9223372036854775807LL - 1)",
     Type.U8: "(unsigned char)0",
+    Type.I16: "(short)(-32767 - 1)",
 }
 TYPE_HIGHEST = {
     Type.F32: "__int_as_float(0x7f800000)",
@@ -240,6 +259,7 @@ TYPE_HIGHEST = {
     Type.I32: "2147483647",
     Type.I64: "9223372036854775807LL",
     Type.U8: "(unsigned char)255",
+    Type.I16: "(short)32767",
 }
 # IEEE maximum/minimum: a NaN operand is ignored unless both are NaN.
 TYPE_FMAX = {Type.F32: "fmaxf", Type.F64: "fmax"}
@@ -249,8 +269,8 @@ TYPE_FMIN = {Type.F32: "fminf", Type.F64: "fmin"}
 # Bytes of one element, and of the vector (global and shared-memory accesses)
 # a tile uses unless it says otherwise: 16 bytes; bytes (AndOr) use 4-byte
 # vectors so that a thread tile of 8 x 8 stays whole vectors.
-TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8, Type.U8: 1}
-TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U8: 4}
+TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8, Type.U8: 1, Type.I16: 2}
+TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U8: 4, Type.I16: 16}
 
 # A tiling of a product: each block computes a tile_m x tile_n tile of C,
 # walking k in steps of tile_k through double-buffered shared memory; each of
@@ -337,7 +357,7 @@ def launch(kernel):
     if tiles is None:
         # Backward passes: one thread per element of dC.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
-    tile = kernel.tile or tiles[kernel.type]
+    tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
     tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _ = tile
     chunk = chunk or tile_k
     assert tile_k % chunk == 0, kernel.name
@@ -419,7 +439,8 @@ QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
 # thread with light effort; 2000 for the 4 x 2 tile (not yet measured).
 # AndOr bytes: not measured yet; the i32 rate (one byte staged per load, and
 # the or/and as cheap as an add-and-max), so the model errs towards waiting.
-QUICK_MACS_PER_NS = {Type.F32: 4000.0, Type.I32: 1000.0, Type.F64: 2000.0, Type.I64: 400.0, Type.U8: 1000.0}
+QUICK_MACS_PER_NS = {Type.F32: 4000.0, Type.I32: 1000.0, Type.F64: 2000.0, Type.I64: 400.0, Type.U8: 1000.0,
+                     Type.I16: 1000.0}
 # The argmax ops' quick kernels run at a fraction of the type's rate (light
 # effort, H100, 8192^3: f32 argmax 1.77 T against gemm 4.35 T, f64 1.08 T
 # against 2.58 T: 0.41-0.42), kept below it so the model errs towards waiting.
@@ -430,6 +451,8 @@ def quick_macs_per_ns(kernel):
     """The cost model's expected rate of a kernel's quick fragment, MACs per ns."""
     return QUICK_MACS_PER_NS[kernel.type] * QUICK_OP_FACTOR.get(kernel.op, 1.0)
 
+    if kernel.semiring in STRUCTURED_SEMIRINGS:
+        return QUICK_MACS_PER_NS[kernel.type] * COUNTING_QUICK_FACTOR
 # Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
 # fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
 # The batched argmax: the argmax's loop with the batch loop around it (not yet measured).
@@ -470,6 +493,8 @@ def quick_launch(kernel):
     tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
     if tiles is None:
         return None
+    if kernel.semiring in STRUCTURED_SEMIRINGS:
+        tiles = COUNTING_QUICK_TILES[kernel.type]
     if kernel.tile is not None:
         tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
@@ -491,3 +516,46 @@ def quick_launch(kernel):
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "k_unroll": k_unroll, "chunk": chunk}
+
+
+# ---------------------------------------------------------------- issue 26
+# int16 tiles. The plain products (MaxPlus, MinPlus: templates/gemm_tile_i16x2.cuh.j2)
+# walk k in steps of 32 so that packing the accumulators into 16x2 words and back,
+# once per k-tile, costs little against the tile's DPX steps; the argmax keeps the
+# i32 argmax's shape with 4-short (8-byte) vectors, so that a 4 x 4 thread tile
+# stays whole vectors. Quick tiles: the i32 ones.
+GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 32, 8, 8, 2)
+GEMM_TILES[Op.GEMM_BATCHED][Type.I16] = Tile(64, 64, 32, 4, 4, 4, 8)
+GEMM_TILES[Op.GEMM_ARGMAX][Type.I16] = Tile(64, 64, 16, 4, 4, 2, 8)
+QUICK_TILES[Op.GEMM][Type.I16] = (32, 32, 16, 2, 2, 1)
+QUICK_TILES[Op.GEMM_ARGMAX][Type.I16] = (32, 32, 16, 2, 2, 1)
+QUICK_TILES[Op.GEMM_BATCHED][Type.I16] = (32, 32, 16, 2, 2, 1)
+
+# CountingTropical: an element is (value, count); (v1, c1) (x) (v2, c2) =
+# (v1 + v2, c1 * c2); (+) keeps the larger value with its count and adds the
+# counts of equal values; zero (-inf, 0), one (0, 1). Values and counts are two
+# arrays of one float type (structure of arrays, each with its own leading
+# dimension and batch stride), so its kernels take six matrix pointers: they
+# exist for gemm and gemm_batched only, from their own templates, with no
+# alpha/beta (C is overwritten) and no small tiles.
+STRUCTURED_SEMIRINGS = (Semiring.COUNTING,)
+STRUCTURED_OPS = (Op.GEMM, Op.GEMM_BATCHED)
+STRUCTURED_CONCEPT = {Semiring.COUNTING: "CountingElement"}  # the C++ concept of its element types
+COUNTING_TEMPLATE = {Op.GEMM: "gemm_counting.cu.j2", Op.GEMM_BATCHED: "gemm_counting.cu.j2"}
+COUNTING_QUICK_TEMPLATE = {Op.GEMM: "gemm_counting_quick.cu.j2", Op.GEMM_BATCHED: "gemm_counting_quick.cu.j2"}
+
+# The tuned counting tile (templates/gemm_counting_tile.cuh.j2) runs the
+# argmax's loop on the values (each element keeps its running maximum and the
+# chunk that first reached it) and counts afterwards: the argmax's tiles, one
+# chunk per k-tile.
+COUNTING_TILES = {
+    Type.F32: Tile(64, 64, 16, 4, 4, 1),
+    Type.F64: Tile(64, 64, 8, 4, 4, 1),
+}
+COUNTING_QUICK_TILES = {
+    Type.F32: (32, 32, 16, 2, 2, 1),
+    Type.F64: (32, 32, 8, 2, 2, 1),
+}
+# The quick counting kernel takes about 6 instructions per product (value,
+# count, compare, select) against MaxPlus's 2: a third of the type's rate.
+COUNTING_QUICK_FACTOR = 0.3

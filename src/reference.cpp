@@ -201,7 +201,8 @@ void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
   MACRO(S, float)                              \
   MACRO(S, double)                             \
   MACRO(S, std::int32_t)                       \
-  MACRO(S, std::int64_t)
+  MACRO(S, std::int64_t)                       \
+  MACRO(S, std::int16_t)
 
 TROPICAL_INSTANTIATE_NUMBERS(MaxPlus, TROPICAL_INSTANTIATE_PRODUCTS)
 TROPICAL_INSTANTIATE_NUMBERS(MinPlus, TROPICAL_INSTANTIATE_PRODUCTS)

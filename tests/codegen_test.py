@@ -192,6 +192,42 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("constexpr int kTileM = 16;", small)
         self.assertIn("constexpr int kVec = 2;", small)
 
+    def test_int16_and_counting_kernels_are_generated(self):
+        def fragment(name):
+            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+                return f.read()
+        names = {k.name for k in spec.catalog()}
+        S, T, O = spec.Semiring, spec.Type, spec.Op
+        # int16: every product op of every semiring over numbers, no backward pass.
+        for op in (O.GEMM, O.GEMM_ARGMAX, O.GEMM_BATCHED, O.GEMM_BATCHED_ARGMAX):
+            for s in (S.MAXPLUS, S.MINPLUS, S.MAXMUL, S.MAXMIN, S.MINMAX):
+                self.assertIn(spec.kernel_name(op, s, T.I16), names)
+        self.assertNotIn(spec.kernel_name(O.BACKWARD_A, S.MAXPLUS, T.I16), names)
+        # The plain (+) products take DPX 16x2 steps where a k-tile is small, else exact 32-bit steps;
+        # the quick tier and the argmax use the saturating element product.
+        for op, add in ((O.GEMM, "max"), (O.GEMM_BATCHED, "max")):
+            text = fragment(spec.kernel_name(op, S.MAXPLUS, T.I16))
+            self.assertIn(f"__viadd{add}_s16x2(a2, wb[j], acc2[i][j])", text)
+            self.assertIn(f"__viadd{add}_s32(a32, b32[j], acc32[i][j])", text)
+            self.assertIn("typedef short value_t;", text)
+        self.assertIn("__viaddmin_s16x2", fragment("tropical_gemm_minplus_i16"))
+        for name in ("tropical_gemm_argmax_maxplus_i16", "tropical_gemm_maxplus_i16_quick", "tropical_gemm_maxmul_i16"):
+            self.assertNotIn("_s16x2", fragment(name), name)
+        self.assertIn("tropical_clamp((int)a + (int)b)", fragment("tropical_gemm_maxplus_i16_quick"))
+        # CountingTropical: gemm and gemm_batched over f32 and f64, two tiers, no small tiles, its own tag.
+        counting = sorted(n for n in names if "_counting_" in n)
+        self.assertEqual(counting, ["tropical_gemm_batched_counting_f32", "tropical_gemm_batched_counting_f64",
+                                    "tropical_gemm_counting_f32", "tropical_gemm_counting_f64"])
+        for name in counting:
+            tuned, quick = fragment(name), fragment(name + "_quick")
+            self.assertIn("const value_t* __restrict__ a_counts", tuned)
+            self.assertIn("tropical_counting_dense(", tuned)
+            self.assertIn("fma" + ("f" if name.endswith("f32") else "") + "(fca, sbc[k]", quick)
+        self.assertIn("struct CountingTropical {", self.header)
+        self.assertIn("concept CountingElement = std::is_same_v<T, float> || std::is_same_v<T, double>;",
+                      self.header)
+        self.assertNotIn("Pair<CountingTropical", self.header)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -32,6 +32,19 @@
 /// - alpha/beta: C = alpha (x) P (+) beta (x) C with P = op(A) (x) op(B);
 ///   alpha equal to the one is skipped (alpha (x) P = P), beta equal to the
 ///   zero overwrites C without reading it, beta equal to the one adds C as is.
+/// - CountingTropical (tropical::CountingTropical; values and counts of one
+///   float type, two arrays: CountingMatrix): (v1, c1) (x) (v2, c2) =
+///   (v1 + v2, c1 * c2); (+) keeps the larger value with its count and adds
+///   the counts of equal values (+0 equals -0); zero (-inf, 0), one (0, 1).
+///   C(i, j)'s value is the fmax over k of a_v + b_v (a NaN sum, from a NaN
+///   value or -inf + inf, never wins nor ties); its count is the sum, in
+///   increasing k from +0, of a_c * b_c over the k whose sum equals that
+///   value, each term added with one rounding (fma(a_c, b_c, count)): the
+///   semiring's sum taken in k order. Counts are exact while they are integers
+///   below 2^24 (float) or 2^53 (double); past that they round, and past the
+///   type's range they become inf. -inf is a value like any other: products of
+///   value -inf tie, so a value -inf with non-zero counts keeps its count
+///   (the zero's count is 0). There is no alpha/beta: C is overwritten.
 /// - backward (MaxPlus, MinPlus, MaxMul): dA(i, k*) += dC(i, j) *
 ///   d(a (x) b)/da with k* = argmax(i, j) (the derivative is 1 for (+)
 ///   semirings and b for MaxMul); dA is overwritten, laid out like A
@@ -191,6 +204,19 @@ void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
                         const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
                         const T* b, std::int64_t ldb, std::int64_t stride_b, T* grad_a, std::int64_t ldga,
                         std::int64_t stride_ga, std::int64_t batch);
+
+/// C (m x n) = op(A) (x) op(B) over CountingTropical (values and counts
+/// overwritten; the strides are not read).
+template <CountingElement T>
+void gemm_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                   const CountingMatrix<const T>& a, const CountingMatrix<const T>& b, const CountingMatrix<T>& c);
+
+/// gemm_counting of every product of a batch: matrix p of each array at its
+/// base + p * its stride.
+template <CountingElement T>
+void gemm_batched_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                           const CountingMatrix<const T>& a, const CountingMatrix<const T>& b,
+                           const CountingMatrix<T>& c, std::int64_t batch);
 
 /// backward_b of every product of a batch.
 template <class S, class T>

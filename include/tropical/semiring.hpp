@@ -19,4 +19,19 @@ enum class Identity : std::uint8_t { kLowest, kHighest, kZero, kOne };
 /// Matrix storage of an operand: as is, or transposed (row-major either way).
 enum class Trans : std::uint8_t { kNo, kYes };
 
+/// A matrix of CountingTropical elements (value, count), stored as two
+/// row-major arrays of T (structure of arrays), each with its own leading
+/// dimension; the operand's Trans applies to both. The strides (elements
+/// between consecutive matrices of each array) are read by the batched
+/// products only.
+template <class T>
+struct CountingMatrix {
+  T* values;
+  std::int64_t ld_values;
+  T* counts;
+  std::int64_t ld_counts;
+  std::int64_t stride_values = 0;
+  std::int64_t stride_counts = 0;
+};
+
 }  // namespace tropical

@@ -60,16 +60,19 @@ typedef enum tropical_semiring {
   TROPICAL_MAXMUL = 2,  /**< (max, x), non-negative values */
   TROPICAL_MAXMIN = 3,  /**< (max, min): bottleneck paths */
   TROPICAL_MINMAX = 4,  /**< (min, max) */
-  TROPICAL_ANDOR = 5    /**< (or, and) over bytes: reachability */
+  TROPICAL_ANDOR = 5,   /**< (or, and) over bytes: reachability */
+  TROPICAL_COUNTING = 6 /**< CountingTropical: (value, count) pairs, f32 or f64; its own calls (tropical_counting_*) */
 } tropical_semiring;
 
-/** Element types: every semiring but AndOr has f32, f64, i32, i64; AndOr has u8 only. */
+/** Element types: MaxPlus, MinPlus, MaxMul, MaxMin and MinMax have f32, f64, i32, i64, i16; AndOr has u8
+ * only; CountingTropical f32 and f64 (values and counts of that type). */
 typedef enum tropical_dtype {
   TROPICAL_F32 = 0,
   TROPICAL_F64 = 1,
   TROPICAL_I32 = 2,
   TROPICAL_I64 = 3,
-  TROPICAL_U8 = 4
+  TROPICAL_U8 = 4,
+  TROPICAL_I16 = 5
 } tropical_dtype;
 
 /** The operations of the catalog (backward passes: MaxPlus, MinPlus, MaxMul over f32 and f64). */
@@ -192,6 +195,26 @@ TROPICAL_API tropical_status tropical_backward_b_batched(
     int64_t stride_argmax, const void* a, int64_t lda, int64_t stride_a, void* grad_b, int64_t ldgb,
     int64_t stride_gb, int64_t batch, void* stream);
 
+/** CountingTropical (tropical/counting.hpp; semantics in tropical/reference.hpp): C = op(A) (x) op(B) where
+ * each matrix is two arrays of `dtype` (TROPICAL_F32 or TROPICAL_F64), values and counts, each with its own
+ * leading dimension; ta (tb) applies to both of A's (B's) arrays. C's values and counts are overwritten (no
+ * alpha/beta). */
+TROPICAL_API tropical_status tropical_counting_gemm(tropical_dtype dtype, tropical_trans ta, tropical_trans tb,
+                                                    int64_t m, int64_t n, int64_t k, const void* a_values,
+                                                    int64_t lda_values, const void* a_counts, int64_t lda_counts,
+                                                    const void* b_values, int64_t ldb_values, const void* b_counts,
+                                                    int64_t ldb_counts, void* c_values, int64_t ldc_values,
+                                                    void* c_counts, int64_t ldc_counts, void* stream);
+
+/** tropical_counting_gemm of every product of a batch; each array's matrix p starts p * its stride after its base. */
+TROPICAL_API tropical_status tropical_counting_gemm_batched(
+    tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n, int64_t k,
+    const void* a_values, int64_t lda_values, int64_t stride_a_values, const void* a_counts, int64_t lda_counts,
+    int64_t stride_a_counts, const void* b_values, int64_t ldb_values, int64_t stride_b_values,
+    const void* b_counts, int64_t ldb_counts, int64_t stride_b_counts, void* c_values, int64_t ldc_values,
+    int64_t stride_c_values, void* c_counts, int64_t ldc_counts, int64_t stride_c_counts, int64_t batch,
+    void* stream);
+
 /* ---- CPU: host pointers, done on return; the same arguments without the stream ---------------- */
 
 /** Sets the CPU backend's thread count (n >= 1), or back to TROPICAL_NUM_THREADS / every core (n = 0). */
@@ -257,6 +280,23 @@ TROPICAL_API tropical_status tropical_cpu_backward_b_batched(
     int64_t k, const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, int64_t ldargmax,
     int64_t stride_argmax, const void* a, int64_t lda, int64_t stride_a, void* grad_b, int64_t ldgb,
     int64_t stride_gb, int64_t batch);
+
+/** tropical_counting_gemm on host memory. */
+TROPICAL_API tropical_status tropical_cpu_counting_gemm(tropical_dtype dtype, tropical_trans ta, tropical_trans tb,
+                                                        int64_t m, int64_t n, int64_t k, const void* a_values,
+                                                        int64_t lda_values, const void* a_counts,
+                                                        int64_t lda_counts, const void* b_values,
+                                                        int64_t ldb_values, const void* b_counts,
+                                                        int64_t ldb_counts, void* c_values, int64_t ldc_values,
+                                                        void* c_counts, int64_t ldc_counts);
+
+/** tropical_counting_gemm_batched on host memory. */
+TROPICAL_API tropical_status tropical_cpu_counting_gemm_batched(
+    tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n, int64_t k,
+    const void* a_values, int64_t lda_values, int64_t stride_a_values, const void* a_counts, int64_t lda_counts,
+    int64_t stride_a_counts, const void* b_values, int64_t ldb_values, int64_t stride_b_values,
+    const void* b_counts, int64_t ldb_counts, int64_t stride_b_counts, void* c_values, int64_t ldc_values,
+    int64_t stride_c_values, void* c_counts, int64_t ldc_counts, int64_t stride_c_counts, int64_t batch);
 
 #ifdef __cplusplus
 }

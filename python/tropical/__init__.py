@@ -4,6 +4,7 @@ NVIDIA GPUs and CPUs, for NumPy, PyTorch and CuPy arrays.
     import numpy as np, tropical
     c = tropical.matmul(a, b, "maxplus")              # c[i, j] = max_k a[i, k] + b[k, j]
     c, k = tropical.matmul_argmax(a, b, "minplus")     # and the winning k
+    v, n = tropical.counting_matmul(va, ca, vb, cb)    # CountingTropical: best values and their counts
 
 Pure Python over libtropical's C ABI (ctypes): device arrays (torch, CuPy) run on their GPU on the
 framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with the same semantics
@@ -12,12 +13,13 @@ framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with th
 
 from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
                       Unavailable)
+from ._counting import counting_matmul
 from ._ops import backward_a, backward_b, matmul, matmul_argmax
 from ._runtime import (abi_version, cpu_isa, cpu_threads, device_count, has_kernel, kernels, set_cpu_threads,
                        version, warm)
 
 SEMIRINGS = ("maxplus", "minplus", "maxmul", "maxmin", "minmax", "andor")
 
-__all__ = ["matmul", "matmul_argmax", "backward_a", "backward_b", "warm", "version", "abi_version",
+__all__ = ["matmul", "matmul_argmax", "counting_matmul", "backward_a", "backward_b", "warm", "version", "abi_version",
            "device_count", "has_kernel", "kernels", "cpu_isa", "cpu_threads", "set_cpu_threads", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
            "CompileError", "CudaError", "NotInCatalog", "OutOfMemory", "InternalError"]

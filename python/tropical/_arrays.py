@@ -9,7 +9,7 @@ from ._errors import InvalidArgument
 
 # element type name -> (C ABI dtype code, bytes); bool is stored as bytes (AndOr).
 DTYPE_CODES = {"float32": (0, 4), "float64": (1, 8), "int32": (2, 4), "int64": (3, 8), "uint8": (4, 1),
-               "bool": (4, 1)}
+               "bool": (4, 1), "int16": (5, 2)}
 
 
 class Array:
@@ -37,7 +37,7 @@ def _from_torch(x, name):
     dtype = str(x.dtype)[6:]  # "torch.float32" -> "float32"
     if dtype not in DTYPE_CODES:
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
-                              "uint8 and bool")
+                              "int16, uint8 and bool")
     device = x.device
     if device.type == "cuda":
         ordinal = device.index if device.index is not None else 0
@@ -52,7 +52,7 @@ def _from_numpy(x, name):
     dtype = x.dtype.name
     if dtype not in DTYPE_CODES:
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
-                              "uint8 and bool")
+                              "int16, uint8 and bool")
     if not x.dtype.isnative:
         raise InvalidArgument(f"tropical: {name} is not in the machine's byte order")
     return Array("numpy", -1, x.__array_interface__["data"][0], x.shape,
@@ -63,7 +63,7 @@ def _from_cupy(x, name):
     dtype = x.dtype.name
     if dtype not in DTYPE_CODES:
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
-                              "uint8 and bool")
+                              "int16, uint8 and bool")
     return Array("cupy", x.device.id, x.data.ptr, x.shape, _element_strides(x.strides, x.itemsize, name), dtype, x)
 
 

@@ -6,8 +6,8 @@ import sys
 
 from . import _lib
 
-_FLOATS_INTS = ("float32", "float64", "int32", "int64")
-_CODES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4, "bool": 4}
+_FLOATS_INTS = ("float32", "float64", "int32", "int64", "int16")
+_CODES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4, "bool": 4, "int16": 5}
 _torch_types = {}  # torch dtype -> C dtype code for the ordered semirings, or for andor (keyed by andor flag)
 _cache = {}
 
@@ -22,7 +22,7 @@ def _torch():
         _cache["tensor"] = torch.Tensor
         _cache["raw_stream"] = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _cache["int32"] = torch.int32
-        for name in ("float32", "float64", "int32", "int64", "uint8", "bool"):
+        for name in ("float32", "float64", "int32", "int64", "int16", "uint8", "bool"):
             _torch_types[getattr(torch, name)] = name
     return torch
 

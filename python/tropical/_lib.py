@@ -9,8 +9,8 @@ from ._errors import Unavailable, from_status
 
 ABI_VERSION = 1
 
-SEMIRINGS = {"maxplus": 0, "minplus": 1, "maxmul": 2, "maxmin": 3, "minmax": 4, "andor": 5}
-DTYPES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4}
+SEMIRINGS = {"maxplus": 0, "minplus": 1, "maxmul": 2, "maxmin": 3, "minmax": 4, "andor": 5, "counting": 6}
+DTYPES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4, "int16": 5}
 OPS = {"gemm": 0, "gemm_argmax": 1, "backward_a": 2, "backward_b": 3, "gemm_batched": 4,
        "gemm_batched_argmax": 5, "backward_a_batched": 6, "backward_b_batched": 7}
 
@@ -44,6 +44,8 @@ _ARGMAX_BATCHED = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _i64, _p, _i64, _
                    _i64, _i64]
 _BACKWARD_BATCHED = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _i64, _i32p, _i64, _i64, _p, _i64, _i64, _p, _i64,
                      _i64, _i64]
+_COUNTING = [_E, _E, _E, _i64, _i64, _i64] + [_p, _i64] * 6
+_COUNTING_BATCHED = [_E, _E, _E, _i64, _i64, _i64] + [_p, _i64, _i64] * 6 + [_i64]
 for _prefix, _extra in (("tropical_", [_p]), ("tropical_cpu_", [])):
     _PROTOTYPES[_prefix + "gemm"] = _GEMM + _extra
     _PROTOTYPES[_prefix + "gemm_argmax"] = _ARGMAX + _extra
@@ -53,6 +55,8 @@ for _prefix, _extra in (("tropical_", [_p]), ("tropical_cpu_", [])):
     _PROTOTYPES[_prefix + "gemm_batched_argmax"] = _ARGMAX_BATCHED + _extra
     _PROTOTYPES[_prefix + "backward_a_batched"] = _BACKWARD_BATCHED + _extra
     _PROTOTYPES[_prefix + "backward_b_batched"] = _BACKWARD_BATCHED + _extra
+    _PROTOTYPES[_prefix + "counting_gemm"] = _COUNTING + _extra
+    _PROTOTYPES[_prefix + "counting_gemm_batched"] = _COUNTING_BATCHED + _extra
 
 _RESULTS = {
     "tropical_last_error": ctypes.c_char_p,

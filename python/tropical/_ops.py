@@ -7,8 +7,9 @@ import ctypes
 from . import _arrays, _fast, _lib
 from ._errors import InvalidArgument, NotInCatalog
 
-_SCALARS = {0: ctypes.c_float, 1: ctypes.c_double, 2: ctypes.c_int32, 3: ctypes.c_int64, 4: ctypes.c_uint8}
-_ORDERED = ("float32", "float64", "int32", "int64")
+_SCALARS = {0: ctypes.c_float, 1: ctypes.c_double, 2: ctypes.c_int32, 3: ctypes.c_int64, 4: ctypes.c_uint8,
+            5: ctypes.c_int16}
+_ORDERED = ("float32", "float64", "int32", "int64", "int16")
 _DIFFERENTIABLE = ("maxplus", "minplus", "maxmul")
 
 
@@ -22,11 +23,15 @@ def semiring_code(semiring):
 
 
 def _dtype_code(semiring, dtype):
+    if semiring == "counting":
+        raise InvalidArgument("tropical: counting products take values and counts: call "
+                              "tropical.counting_matmul(values_a, counts_a, values_b, counts_b)")
     if semiring == "andor":
         if dtype not in ("uint8", "bool"):
             raise NotInCatalog(f"tropical: andor works on uint8 or bool arrays, not {dtype}")
     elif dtype not in _ORDERED:
-        raise NotInCatalog(f"tropical: {semiring} works on float32, float64, int32 or int64 arrays, not {dtype}")
+        raise NotInCatalog(f"tropical: {semiring} works on float32, float64, int32, int64 or int16 arrays, "
+                           f"not {dtype}")
     return _arrays.DTYPE_CODES[dtype][0]
 
 
@@ -134,7 +139,7 @@ class _Product:
 def _shortcut(a, b, semiring, want_argmax):
     """The common case through _fast (plain 2-D torch or CuPy operands), or None."""
     s = _lib.SEMIRINGS.get(semiring)
-    if s is None:
+    if s is None or s == _lib.SEMIRINGS["counting"]:
         return None
     module = type(a).__module__
     if module == "torch":

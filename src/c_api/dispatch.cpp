@@ -10,6 +10,7 @@ std::string_view semiring_name(tropical_semiring s) noexcept {
     case TROPICAL_MAXMIN: return MaxMin::kName;
     case TROPICAL_MINMAX: return MinMax::kName;
     case TROPICAL_ANDOR: return AndOr::kName;
+    case TROPICAL_COUNTING: return CountingTropical::kName;
   }
   return "";
 }
@@ -21,6 +22,7 @@ std::string_view dtype_name(tropical_dtype t) noexcept {
     case TROPICAL_I32: return "i32";
     case TROPICAL_I64: return "i64";
     case TROPICAL_U8: return "u8";
+    case TROPICAL_I16: return "i16";
   }
   return "";
 }
@@ -51,8 +53,9 @@ void not_in_catalog(tropical_semiring s, tropical_dtype t, Op op) {
   throw Failure{TROPICAL_ERROR_NOT_IN_CATALOG,
                 "tropical: the catalog has no " + std::string(op_name(op)) + " for " +
                     std::string(semiring_name(s)) + " over " + std::string(dtype_name(t)) +
-                    " (andor exists over u8 only, the other semirings over f32, f64, i32 and i64; backward "
-                    "passes over f32 and f64 of maxplus, minplus and maxmul)"};
+                    " (andor exists over u8 only, counting over f32 and f64 with gemm and gemm_batched only, the "
+                    "other semirings over f32, f64, i32, i64 and i16; backward passes over f32 and f64 of "
+                    "maxplus, minplus and maxmul)"};
 }
 
 }  // namespace tropical::c_api

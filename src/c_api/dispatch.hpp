@@ -47,6 +47,7 @@ void with_types(tropical_semiring s, tropical_dtype t, Op op, F&& f) {
       case TROPICAL_I32: return call.template operator()<std::int32_t>();
       case TROPICAL_I64: return call.template operator()<std::int64_t>();
       case TROPICAL_U8: return call.template operator()<std::uint8_t>();
+      case TROPICAL_I16: return call.template operator()<std::int16_t>();
     }
     throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(static_cast<int>(t)) +
                                                        " is not a tropical_dtype"};
@@ -58,9 +59,24 @@ void with_types(tropical_semiring s, tropical_dtype t, Op op, F&& f) {
     case TROPICAL_MAXMIN: return by_type.template operator()<MaxMin>();
     case TROPICAL_MINMAX: return by_type.template operator()<MinMax>();
     case TROPICAL_ANDOR: return by_type.template operator()<AndOr>();
+    case TROPICAL_COUNTING:
+      throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
+                    "tropical: counting products take values and counts: call tropical_counting_gemm or "
+                    "tropical_counting_gemm_batched (tropical_cpu_counting_* on host memory)"};
   }
   throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: semiring " + std::to_string(static_cast<int>(s)) +
                                                      " is not a tropical_semiring"};
+}
+
+/// Calls f.template operator()<T>() for CountingTropical's element type `t`
+/// (float or double); throws Failure for any other dtype.
+template <class F>
+void with_counting_type(tropical_dtype t, F&& f) {
+  if (t == TROPICAL_F32) return f.template operator()<float>();
+  if (t == TROPICAL_F64) return f.template operator()<double>();
+  if (!dtype_name(t).empty()) not_in_catalog(TROPICAL_COUNTING, t, Op::kGemm);
+  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(static_cast<int>(t)) +
+                                                     " is not a tropical_dtype"};
 }
 
 /// alpha as an element of T: the semiring one if null.

@@ -55,6 +55,7 @@ size_t tropical_dtype_size(tropical_dtype dtype) {
     case TROPICAL_I32: return 4;
     case TROPICAL_I64: return 8;
     case TROPICAL_U8: return 1;
+    case TROPICAL_I16: return 2;
   }
   return 0;
 }
@@ -99,7 +100,11 @@ tropical_status tropical_find_kernel(tropical_semiring semiring, tropical_dtype 
                                      "tropical: op " + std::to_string(static_cast<int>(op)) + " is not a tropical_op"};
     }
     // Validates the enums and names the pair the catalog lacks.
-    tropical::c_api::with_types(semiring, dtype, o, []<class S, class T>() {});
+    if (semiring == TROPICAL_COUNTING) {
+      tropical::c_api::with_counting_type(dtype, []<class T>() {});
+    } else {
+      tropical::c_api::with_types(semiring, dtype, o, []<class S, class T>() {});
+    }
     const long found = find_default(semiring, dtype, op);
     if (found < 0) tropical::c_api::not_in_catalog(semiring, dtype, o);
     *id = static_cast<uint32_t>(found);

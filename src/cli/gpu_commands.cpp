@@ -36,7 +36,8 @@ int with_semiring_and_type(const std::string& semiring, const std::string& type,
     if (type == "f64") return f.template operator()<S, double>();
     if (type == "i32") return f.template operator()<S, std::int32_t>();
     if (type == "i64") return f.template operator()<S, std::int64_t>();
-    throw UsageError{"unknown --type '" + type + "' (f32, f64, i32, i64)"};
+    if (type == "i16") return f.template operator()<S, std::int16_t>();
+    throw UsageError{"unknown --type '" + type + "' (f32, f64, i32, i64, i16)"};
   };
   if (semiring == "maxplus") return by_type.template operator()<MaxPlus>();
   if (semiring == "minplus") return by_type.template operator()<MinPlus>();
@@ -118,6 +119,46 @@ bool verify_pair(std::string& report) {
   return ok;
 }
 
+/// gemm_counting and gemm_batched_counting of CountingTropical over T against the CPU reference, on
+/// tied data (small integer values: the kernels' dense counting pass) and on spread data (one winner per
+/// element), values and counts compared exactly.
+template <class T>
+bool verify_counting(std::string& report) {
+  const std::int64_t m = 67, n = 45, k = 129, batch = 3;
+  bool ok = true;
+  for (const bool tied : {true, false}) {
+    std::mt19937_64 rng(tied ? 5 : 6);
+    std::uniform_int_distribution<int> value(tied ? -3 : -1000, tied ? 3 : 1000), count(0, 3);
+    const std::size_t na = static_cast<std::size_t>(batch * m * k), nb = static_cast<std::size_t>(batch * k * n);
+    const std::size_t nc = static_cast<std::size_t>(batch * m * n);
+    std::vector<T> av(na), ac(na), bv(nb), bc(nb), want_v(nc), want_c(nc);
+    for (auto& x : av) x = static_cast<T>(value(rng)) / T(tied ? 1 : 37);
+    for (auto& x : bv) x = static_cast<T>(value(rng)) / T(tied ? 1 : 37);
+    for (auto& x : ac) x = static_cast<T>(count(rng));
+    for (auto& x : bc) x = static_cast<T>(count(rng));
+    const CountingMatrix<const T> a{av.data(), k, ac.data(), k, m * k, m * k};
+    const CountingMatrix<const T> b{bv.data(), n, bc.data(), n, k * n, k * n};
+    reference::gemm_batched_counting<T>(Trans::kNo, Trans::kNo, m, n, k, a, b,
+                                        CountingMatrix<T>{want_v.data(), n, want_c.data(), n, m * n, m * n}, batch);
+    DeviceBuffer<T> dav(av), dac(ac), dbv(bv), dbc(bc), dcv(nc), dcc(nc);
+    const CountingMatrix<const T> da{dav.get(), k, dac.get(), k, m * k, m * k};
+    const CountingMatrix<const T> db{dbv.get(), n, dbc.get(), n, k * n, k * n};
+    const CountingMatrix<T> dc{dcv.get(), n, dcc.get(), n, m * n, m * n};
+    const std::size_t one = static_cast<std::size_t>(m * n);
+    auto line = [&](const char* op, bool good) {
+      report += std::string("  ") + (good ? "ok     " : "FAILED ") + "tropical_" + op + "_counting (" +
+                (tied ? "tied" : "spread") + " values)\n";
+      ok = ok && good;
+    };
+    gemm_counting<T>(Trans::kNo, Trans::kNo, m, n, k, da, db, dc);
+    const auto v1 = dcv.download(one), c1 = dcc.download(one);
+    line("gemm", std::equal(v1.begin(), v1.end(), want_v.begin()) && std::equal(c1.begin(), c1.end(), want_c.begin()));
+    gemm_batched_counting<T>(Trans::kNo, Trans::kNo, m, n, k, da, db, dc, batch);
+    line("gemm_batched", dcv.download(nc) == want_v && dcc.download(nc) == want_c);
+  }
+  return ok;
+}
+
 /// `tropical gemm --device cpu`: the product on the CPU backend, timed and checked the same way.
 template <class S, class T>
 int gemm_on_cpu(const std::string& type, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t repeat,
@@ -155,7 +196,7 @@ int cmd_gemm(int argc, char** argv) {
                   {"--semiring", "--type", "-m", "-n", "-k", "--repeat", "--device", "--threads"}, {});
   if (args.help()) {
     print(
-        "usage: tropical gemm [--semiring maxplus|minplus|maxmul] [--type f32|f64|i32|i64]\n"
+        "usage: tropical gemm [--semiring maxplus|minplus|maxmul] [--type f32|f64|i32|i64|i16]\n"
         "                     [-m M] [-n N] [-k K] [--repeat R] [--device gpu|cpu] [--threads T]\n\n"
         "Runs C = A (x) B on GPU 0 with random data, checks up to 64 rows against the CPU\n"
         "reference, and prints: the first call (kernel compiled or read from the disk\n"
@@ -240,13 +281,18 @@ int cmd_verify(int argc, char** argv) {
   if (!drv::available()) throw Unavailable("tropical verify needs a GPU: no CUDA driver or device found");
   bool ok = true;
   for (const char* s : {"maxplus", "minplus", "maxmul"}) {
-    for (const char* t : {"f32", "f64", "i32", "i64"}) {
+    for (const char* t : {"f32", "f64", "i32", "i64", "i16"}) {
       std::string report;
       ok = with_semiring_and_type(s, t,
                                   [&]<class S, class T>() { return verify_pair<S, T>(report) ? 1 : 0; }) &&
            ok;
       std::printf("%s %s\n%s", s, t, report.c_str());
     }
+  }
+  for (const char* t : {"f32", "f64"}) {
+    std::string report;
+    ok = (std::string(t) == "f32" ? verify_counting<float>(report) : verify_counting<double>(report)) && ok;
+    std::printf("counting %s\n%s", t, report.c_str());
   }
   std::printf("%s\n", ok ? "all kernels match the CPU reference" : "MISMATCHES FOUND");
   return ok ? kExitOk : kExitFailed;

@@ -149,7 +149,8 @@ void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std
   TROPICAL_CPU_PRODUCTS(S, float) \
   TROPICAL_CPU_PRODUCTS(S, double) \
   TROPICAL_CPU_PRODUCTS(S, std::int32_t) \
-  TROPICAL_CPU_PRODUCTS(S, std::int64_t)
+  TROPICAL_CPU_PRODUCTS(S, std::int64_t) \
+  TROPICAL_CPU_PRODUCTS(S, std::int16_t)
 
 TROPICAL_CPU_NUMBERS(MaxPlus)
 TROPICAL_CPU_NUMBERS(MinPlus)

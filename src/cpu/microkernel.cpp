@@ -218,7 +218,7 @@ void Fill(KernelSet<T>* out) {
   out->mr = kRows;
   out->nr = kVecs * lanes;
   out->gemm = &GemmTile<S, T, kRows, kVecs>;
-  if constexpr (S::kAdd != AddKind::kOr) {  // a byte cannot hold k: AndOr's argmax stays scalar
+  if constexpr (sizeof(T) >= 4) {  // a byte or a 16-bit lane cannot hold k: AndOr's and int16's argmax stay scalar
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
     out->argmax = &ArgmaxTile<S, T, kArgRows, kArgVecs>;
@@ -239,7 +239,9 @@ void Fill(KernelSet<T>* out) {
   X(FillMaxMinI32, MaxMin, std::int32_t) X(FillMaxMinI64, MaxMin, std::int64_t)                           \
   X(FillMinMaxF32, MinMax, float) X(FillMinMaxF64, MinMax, double)                                        \
   X(FillMinMaxI32, MinMax, std::int32_t) X(FillMinMaxI64, MinMax, std::int64_t)                           \
-  X(FillAndOrU8, AndOr, std::uint8_t)
+  X(FillAndOrU8, AndOr, std::uint8_t)                                                                     \
+  X(FillMaxPlusI16, MaxPlus, std::int16_t) X(FillMinPlusI16, MinPlus, std::int16_t)                       \
+  X(FillMaxMinI16, MaxMin, std::int16_t) X(FillMinMaxI16, MinMax, std::int16_t)
 TROPICAL_CPU_FILL_ALL(TROPICAL_CPU_FILL)
 
 }  // namespace tropical::cpu::detail::HWY_NAMESPACE
@@ -326,6 +328,11 @@ const KernelSet<std::int32_t>& vector_kernels<MaxMul, std::int32_t>() {
 template <>
 const KernelSet<std::int64_t>& vector_kernels<MaxMul, std::int64_t>() {
   static const KernelSet<std::int64_t> none{};
+  return none;
+}
+template <>
+const KernelSet<std::int16_t>& vector_kernels<MaxMul, std::int16_t>() {
+  static const KernelSet<std::int16_t> none{};
   return none;
 }
 

@@ -31,7 +31,8 @@ using AllPairs = ::testing::Types<
     Pair<MaxMul, float>, Pair<MaxMul, double>, Pair<MaxMul, std::int32_t>, Pair<MaxMul, std::int64_t>,
     Pair<MaxMin, float>, Pair<MaxMin, double>, Pair<MaxMin, std::int32_t>, Pair<MaxMin, std::int64_t>,
     Pair<MinMax, float>, Pair<MinMax, double>, Pair<MinMax, std::int32_t>, Pair<MinMax, std::int64_t>,
-    Pair<AndOr, std::uint8_t>>;
+    Pair<AndOr, std::uint8_t>, Pair<MaxPlus, std::int16_t>, Pair<MinPlus, std::int16_t>,
+    Pair<MaxMul, std::int16_t>, Pair<MaxMin, std::int16_t>, Pair<MinMax, std::int16_t>>;
 
 using BackwardPairs = ::testing::Types<Pair<MaxPlus, float>, Pair<MaxPlus, double>, Pair<MinPlus, float>,
                                        Pair<MinPlus, double>, Pair<MaxMul, float>, Pair<MaxMul, double>>;

@@ -58,6 +58,22 @@ class TierLauncher {
     launch(kernel(id, tier), m, n, batch, args, stream);
   }
 
+  /// CountingTropical (gemm or gemm_batched `id`): `batch` products of values and counts, each array with
+  /// its leading dimension and stride (0s for one product), asynchronously on `stream`.
+  template <class T>
+  void counting(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k,
+                const CountingMatrix<const T>& a, const CountingMatrix<const T>& b, const CountingMatrix<T>& c,
+                long long batch, int ta = 0, int tb = 0, CUstream stream = nullptr) {
+    const void *av = a.values, *ac = a.counts, *bv = b.values, *bc = b.counts;
+    void *cv = c.values, *cc = c.counts;
+    long long ldav = a.ld_values, ldac = a.ld_counts, ldbv = b.ld_values, ldbc = b.ld_counts, ldcv = c.ld_values,
+              ldcc = c.ld_counts, sav = a.stride_values, sac = a.stride_counts, sbv = b.stride_values,
+              sbc = b.stride_counts, scv = c.stride_values, scc = c.stride_counts;
+    void* args[] = {&av,   &ac,   &bv, &bc, &cv,  &cc,  &m,   &n,   &k,   &ldav, &ldac, &ldbv,
+                    &ldbc, &ldcv, &ldcc, &ta, &tb, &sav, &sac, &sbv, &sbc, &scv,  &scc,  &batch};
+    launch(kernel(id, tier), m, n, batch, args, stream);
+  }
+
   /// The strided batch of products with their argmax, asynchronously on `stream`.
   void gemm_batched_argmax(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k,
                            const void* a, long long lda, long long sa, const void* b, long long ldb, long long sb,

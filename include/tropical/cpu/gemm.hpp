@@ -37,7 +37,9 @@
 ///   anything; std::bad_alloc if a packing buffer cannot be had.
 /// - Every semiring x element pair of the catalog has the products (AndOr over
 ///   std::uint8_t only); backward passes exist for float and double of MaxPlus,
-///   MinPlus and MaxMul, as on the GPU. Other pairs do not compile.
+///   MinPlus and MaxMul, as on the GPU. Other pairs do not compile. std::int16_t
+///   products are vectorized (but their argmax is scalar: a 16-bit lane cannot
+///   hold k); CountingTropical runs the reference's loops on threads.
 namespace tropical::cpu {
 
 /// True if the catalog has semiring S over element type T.
@@ -130,6 +132,20 @@ void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std
                          std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                          std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
                          std::int64_t batch, int threads = 0);
+
+/// C (m x n) = op(A) (x) op(B) over CountingTropical (tropical/counting.hpp's
+/// conventions, reference::gemm_counting's results bit for bit); C's values and
+/// counts are overwritten. The reference's loops, on threads over blocks of rows.
+template <CountingElement T>
+void gemm_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                   const CountingMatrix<const T>& a, const CountingMatrix<const T>& b, const CountingMatrix<T>& c,
+                   int threads = 0);
+
+/// gemm_counting of every product of a batch (matrix p of each array at its base + p * its stride).
+template <CountingElement T>
+void gemm_batched_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                           const CountingMatrix<const T>& a, const CountingMatrix<const T>& b,
+                           const CountingMatrix<T>& c, std::int64_t batch, int threads = 0);
 
 /// backward_a of every product of a batch (dA[p] from dC[p], argmax[p], B[p]); overwrites every dA[p].
 template <Semiring S, Element T>
