@@ -78,7 +78,8 @@ def _launch(s, t, la, lb, m, n, k, a, b, c, arg, stream):
         status = dll.tropical_gemm_argmax(s, t, la[0], lb[0], m, n, k, a, la[1], b, lb[1], c, n, arg, n, stream)
     else:
         status = dll.tropical_gemm(s, t, la[0], lb[0], m, n, k, None, a, la[1], b, lb[1], None, c, n, stream)
-    _lib.check(status)
+    if status:
+        _lib.check(status)
 
 
 def torch_stream(device):
@@ -91,44 +92,57 @@ def torch_stream(device):
     return _cache["torch"].cuda.current_stream(device).cuda_stream
 
 
-def _cupy_names(cupy):
-    """CuPy's dtype objects -> our element type names (made once)."""
-    names = _cache.get("cupy_names")
-    if names is None:
-        names = {cupy.dtype(name): name for name in _CODES}
-        _cache["cupy_names"] = names
-    return names
+def _cupy():
+    """(ndarray, {dtype: (C code, andor?, itemsize)}, the int32 dtype, getDevice, get_current_stream) of CuPy,
+    looked up once; None while cupy is not imported."""
+    found = _cache.get("cupy")
+    if found is None:
+        cupy = sys.modules.get("cupy")
+        if cupy is None:
+            return None
+        types = {}
+        for name, code in _CODES.items():
+            dtype = cupy.dtype(name)
+            types[dtype] = (code, name in ("uint8", "bool"), dtype.itemsize)
+        found = (cupy.ndarray, types, cupy.dtype("int32"), cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream)
+        _cache["cupy"] = found
+    return found
 
 
 def cupy_product(a, b, s, andor, want_argmax):
     """C (and argmax) of two 2-D CuPy arrays, or None for the general path."""
-    cupy = sys.modules.get("cupy")
-    if cupy is None:
+    found = _cache.get("cupy") or _cupy()
+    if found is None:
         return None
-    ndarray = cupy.ndarray
-    if type(a) is not ndarray or type(b) is not ndarray or a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype:
+    ndarray, types, int32, get_device, current_stream = found
+    if type(a) is not ndarray or type(b) is not ndarray:
         return None
-    name = _cupy_names(cupy).get(a.dtype)  # dtype.name costs ~3 us a call, this dict lookup ~0.1
-    if name is None or (name in ("uint8", "bool")) != andor:
+    dtype = a.dtype
+    info = types.get(dtype)  # keyed by the dtype object: dtype.name costs ~3 us a call
+    if info is None or info[1] != andor or b.dtype != dtype:
+        return None
+    shape_a, shape_b = a.shape, b.shape
+    if len(shape_a) != 2 or len(shape_b) != 2:
         return None
     device = a.data.device_id
     if device != b.data.device_id:
         return None
-    m, k = a.shape
-    k2, n = b.shape
+    m, k = shape_a
+    k2, n = shape_b
     if k != k2 or m == 0 or n == 0 or k == 0:
         return None
-    size = a.itemsize
+    size = info[2]
     sa, sb = a.strides, b.strides
-    la = matrix(m, k, sa[0] // size, sa[1] // size) if sa[0] % size == 0 and sa[1] % size == 0 else None
-    lb = matrix(k, n, sb[0] // size, sb[1] // size) if sb[0] % size == 0 and sb[1] % size == 0 else None
+    if (sa[0] | sa[1] | sb[0] | sb[1]) % size:  # a byte stride that is no multiple of the (power of 2) itemsize
+        return None
+    la, lb = matrix(m, k, sa[0] // size, sa[1] // size), matrix(k, n, sb[0] // size, sb[1] // size)
     if la is None or lb is None:
         return None
-    if cupy.cuda.runtime.getDevice() != device:
-        with cupy.cuda.Device(device):
+    if get_device() != device:
+        with sys.modules["cupy"].cuda.Device(device):
             return cupy_product(a, b, s, andor, want_argmax)
-    c = cupy.empty((m, n), dtype=a.dtype)
-    arg = cupy.empty((m, n), dtype=cupy.int32) if want_argmax else None
-    _launch(s, _CODES[name], la, lb, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr,
-            arg.data.ptr if want_argmax else 0, cupy.cuda.get_current_stream().ptr)
+    c = ndarray((m, n), dtype)  # cupy.empty((m, n), dtype) without its Python frame
+    arg = ndarray((m, n), int32) if want_argmax else None
+    _launch(s, info[0], la, lb, m, n, k, a.data.ptr, b.data.ptr, c.data.ptr, arg.data.ptr if want_argmax else 0,
+            current_stream().ptr)
     return (c, arg) if want_argmax else c
