@@ -122,7 +122,8 @@ def test_catalog_queries_agree_with_names(dll):
     for s, semiring in enumerate(tropical.SEMIRINGS):
         for dtype, t in _lib.DTYPES.items():
             for op, o in _lib.OPS.items():
-                short = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint8": "u8"}[dtype]
+                short = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint8": "u8",
+                         "int16": "i16"}[dtype]
                 expect = f"tropical_{op}_{semiring}_{short}" in names
                 assert tropical.has_kernel(semiring, dtype, op) == expect, (semiring, dtype, op)
                 assert bool(dll.tropical_cpu_has_kernel(s, t, o)) == expect
