@@ -355,7 +355,7 @@ def launch(kernel):
         return {"block_x": threads, "block_y": 1, "tile_m": 1, "tile_n": threads, "smem_bytes": 0}
     tiles = GEMM_TILES.get(kernel.op)
     if tiles is None:
-        # Backward passes: one thread per element of dC.
+        # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
     tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _ = tile

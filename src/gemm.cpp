@@ -1,5 +1,6 @@
 #include "tropical/gemm.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "checks.hpp"
@@ -149,7 +150,18 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
     invalid("the gradient's pitch overflows 64 bits");
   }
   const bool reads_c = p.m > 0 && p.n > 0;
-  if (reads_c) check_grid(id, Extent{p.m, p.n, p.k});
+  // backward_a: blocks of 16 x 16 over dC, columns first (one block per tile of
+  // C, as a product); backward_b: rows first, strips of 16 columns in grid y
+  // (looped past 65535 by the kernel), so its atomics stay in L2.
+  const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
+  Grid grid{};
+  if (reads_c && s.wrt_a) {
+    check_grid(id, Extent{p.m, p.n, p.k});
+  } else if (reads_c) {
+    const std::int64_t gx = (p.m - 1) / launch_info.tile_m + 1, strips = (p.n - 1) / launch_info.tile_n + 1;
+    if (gx > 0x7fffffff) invalid("m = " + std::to_string(p.m) + " is too large for one launch");
+    grid = Grid{static_cast<unsigned>(gx), static_cast<unsigned>(std::min<std::int64_t>(strips, kMaxGridY)), 1};
+  }
   const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
   const auto& api = jit::driver::api();
   {
@@ -163,7 +175,11 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
   long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
   int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
   void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb};
-  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
+  if (s.wrt_a) {
+    launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
+  } else {
+    launch_one_tier(id, device, grid, stream, args);
+  }
 }
 
 void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,

@@ -45,13 +45,17 @@ std::string describe(const Batch& b) {
 }
 
 // Batches of 1, 7 and 70,000 small products (each small tile and the default),
-// odd sizes, transposes, an empty k.
+// odd sizes, transposes, an empty k; k up to 64 (the argmax's small tiles keep
+// every k-tile in shared memory and rescan there) and past it (two buffers,
+// rescan from global memory), on each small tile.
 const std::vector<Batch> kBatches = {
     {16, 16, 16, 1, Trans::kNo, Trans::kNo},     {16, 16, 16, 7, Trans::kYes, Trans::kNo},
     {32, 32, 32, 7, Trans::kNo, Trans::kYes},    {64, 64, 64, 7, Trans::kYes, Trans::kYes},
     {7, 9, 13, 70000, Trans::kNo, Trans::kNo},   {31, 17, 33, 700, Trans::kNo, Trans::kYes},
     {129, 65, 33, 3, Trans::kNo, Trans::kNo},    {5, 3, 0, 7, Trans::kNo, Trans::kNo},
-    {1, 1, 1, 70000, Trans::kNo, Trans::kNo},
+    {1, 1, 1, 70000, Trans::kNo, Trans::kNo},    {16, 16, 80, 9, Trans::kNo, Trans::kYes},
+    {32, 32, 65, 5, Trans::kYes, Trans::kNo},    {64, 64, 96, 3, Trans::kNo, Trans::kNo},
+    {13, 29, 64, 11, Trans::kYes, Trans::kYes},
 };
 
 /// Operands of a batch with padded leading dimensions and strides.
