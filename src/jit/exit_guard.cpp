@@ -1,5 +1,6 @@
 #include "tropical/jit/exit_guard.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -22,6 +23,7 @@ struct State {
   std::condition_variable idle;
   unsigned active = 0;
   bool exiting = false;
+  std::chrono::steady_clock::time_point deadline;  // set by the handler's first run
 };
 
 // Leaked: the handler and detached workers may use it while statics are destroyed.
@@ -30,19 +32,43 @@ State& state() {
   return *s;
 }
 
+// Registered several times, it runs several times: the wait is bounded by one
+// deadline, set by the first run, so exit waits kWaitSeconds at most in all.
 void on_exit() noexcept {
   State& s = state();
   std::unique_lock lock(s.mutex);
-  s.exiting = true;
-  s.idle.wait_for(lock, std::chrono::seconds(kWaitSeconds), [&] { return s.active == 0; });
+  if (!s.exiting) {
+    s.exiting = true;
+    s.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWaitSeconds);
+  }
+  s.idle.wait_until(lock, s.deadline, [&] { return s.active == 0; });
 }
 
 std::once_flag g_armed[3];
+
+// Exit handlers registered after ours run before it, and NVRTC (or the driver)
+// may register some after its first compile: seen on the H100, a
+// gemm_gpu_test (int16 kernels after the f32 ones) and a `tropical verify`
+// crashed inside nvrtcCompileProgram at exit while this handler still waited
+// for that compile, in 3 of 5 runs that followed other test binaries. So the
+// handler is registered again after every compile and at the end of every
+// guarded job, up to a bound (each registration is one entry in libc's list;
+// after the first run the handler only waits out the same deadline).
+constexpr int kMaxRegistrations = 4096;
+std::atomic<int> g_registrations{0};
+
+void register_again() noexcept {
+  if (g_registrations.fetch_add(1, std::memory_order_relaxed) < kMaxRegistrations) std::atexit(on_exit);
+}
 
 }  // namespace
 
 void arm(After point) noexcept {
   state();  // constructed before the handler can run
+  if (point == After::kCompiler) {
+    register_again();
+    return;
+  }
   std::call_once(g_armed[static_cast<int>(point)], [] { std::atexit(on_exit); });
 }
 
@@ -62,8 +88,13 @@ Scope::Scope() noexcept {
 Scope::~Scope() {
   if (!entered_) return;
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (--s.active == 0) s.idle.notify_all();
+  bool exiting = false;
+  {
+    std::lock_guard lock(s.mutex);
+    if (--s.active == 0) s.idle.notify_all();
+    exiting = s.exiting;
+  }
+  if (!exiting) register_again();
 }
 
 }  // namespace tropical::jit::exit_guard

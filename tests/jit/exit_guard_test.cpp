@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tropical/catalog_sources.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/registry.hpp"
 
@@ -51,6 +52,11 @@ constexpr auto kRealId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplu
 // A real fragment of ~0.15 s as the "tuned" tier: the quick gemm.
 const KernelSource kRealTuned[] = {{0, catalog::kQuickKernels[kRealId].name, catalog::kQuickKernels[kRealId].source,
                                     catalog::kQuickKernels[kRealId].digest}};
+// The tuned int16 MaxPlus gemm (~2 s, DPX intrinsics): NVRTC sets up more of
+// itself, and registers more exit handlers, in such a later compile.
+constexpr auto kDpxId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplusI16);
+const KernelSource kDpxTuned[] = {{0, catalog::kKernels[kDpxId].name, catalog::kKernels[kDpxId].source,
+                                   catalog::kKernels[kDpxId].digest}};
 
 constexpr auto kFakeCompileTime = 500ms;
 
@@ -82,11 +88,12 @@ TEST(ExitChild, exits_while_the_tuned_kernel_compiles) {
   const char* dir = std::getenv("TROPICAL_TEST_EXIT_DIR");
   if (dir == nullptr) GTEST_SKIP() << "child half of the exit tests";
   const bool nvrtc = std::getenv("TROPICAL_TEST_EXIT_NVRTC") != nullptr;
+  const bool dpx = std::getenv("TROPICAL_TEST_EXIT_DPX") != nullptr;
   const int delay_ms = std::atoi(std::getenv("TROPICAL_TEST_EXIT_DELAY_MS"));
   // Leaked, as the process-wide registry of the API is: nothing destroys it at
   // exit (a static pointer, so LeakSanitizer sees it reachable).
-  static Registry* const registry =
-      new Registry(nvrtc ? Catalog(kRealTuned) : Catalog(kFakeTuned), cache_in(dir), tiers_for(nvrtc));
+  static Registry* const registry = new Registry(
+      nvrtc ? (dpx ? Catalog(kDpxTuned) : Catalog(kRealTuned)) : Catalog(kFakeTuned), cache_in(dir), tiers_for(nvrtc));
   if (registry->kernel(0, 0).tier != Tier::kQuick) std::_Exit(3);
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   std::exit(7);  // as if main returned 7, with the tuned compile in flight
@@ -97,7 +104,7 @@ struct ChildResult {
   double seconds = 0;
 };
 
-ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms) {
+ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms, bool dpx = false) {
   std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string filter = "--gtest_filter=ExitChild.*";
   char* argv[] = {exe.data(), filter.data(), nullptr};
@@ -107,6 +114,7 @@ ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms
   env.push_back("TROPICAL_TEST_EXIT_DELAY_MS=" + std::to_string(delay_ms));
   env.push_back("CUDA_CACHE_DISABLE=1");
   if (nvrtc) env.push_back("TROPICAL_TEST_EXIT_NVRTC=1");
+  if (dpx) env.push_back("TROPICAL_TEST_EXIT_DPX=1");
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -164,6 +172,19 @@ TEST(ExitGuard, exit_during_an_nvrtc_compile_waits_for_it_and_does_not_crash) {
     if (entry) {
       EXPECT_GT(entry->cubin.size(), 1000u);
     }
+  }
+}
+
+TEST(ExitGuard, exit_during_a_later_kind_of_nvrtc_compile_waits_for_it_and_does_not_crash) {
+  // The first compile is the trivial quick kernel; the one in flight at exit
+  // is the int16 gemm, whose DPX intrinsics make NVRTC register exit handlers
+  // after the guard's first registration (on the H100 a test binary crashed in
+  // nvrtcCompileProgram at exit while the guard waited). Several moments.
+  for (int delay_ms : {50, 300, 700}) {
+    TempDir dir;
+    const ChildResult r = run_child(dir.path(), true, delay_ms, true);
+    EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the int16 compile: status " << r.status;
+    EXPECT_LT(r.seconds, 10.0 + 5.0);
   }
 }
 
