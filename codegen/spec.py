@@ -449,10 +449,11 @@ QUICK_OP_FACTOR = {Op.GEMM_ARGMAX: 0.35, Op.GEMM_BATCHED_ARGMAX: 0.35}
 
 def quick_macs_per_ns(kernel):
     """The cost model's expected rate of a kernel's quick fragment, MACs per ns."""
-    return QUICK_MACS_PER_NS[kernel.type] * QUICK_OP_FACTOR.get(kernel.op, 1.0)
-
     if kernel.semiring in STRUCTURED_SEMIRINGS:
         return QUICK_MACS_PER_NS[kernel.type] * COUNTING_QUICK_FACTOR
+    return QUICK_MACS_PER_NS[kernel.type] * QUICK_OP_FACTOR.get(kernel.op, 1.0)
+
+
 # Expected NVRTC compile of the tuned fragment, ms, per operation (H100 host,
 # fresh process: 0.63-1.32 s, median 0.86 s; the 2-core machine 0.73-1.0 s).
 # The batched argmax: the argmax's loop with the batch loop around it (not yet measured).
