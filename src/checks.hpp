@@ -109,8 +109,8 @@ Extents check_product(const Problem& p, std::size_t elem_size);
 
 /// Rejects null operands of a non-empty product (A and B only if k > 0), then
 /// C in place of A or B, and argmax (if not null) in place of any of them.
-/// Runs before any driver call, so these errors need no GPU. (The CPU backend's
-/// check; the GPU launcher's is product_spans(), which compares every byte.)
+/// Runs before any driver call, so these errors need no GPU. (The first half of
+/// product_spans(), which both backends call and which compares every byte.)
 void check_operands(const Problem& p, const void* a, const void* b, const void* c, const void* argmax);
 
 /// The spans of a (batched) product's operands: A and B empty if k = 0, argmax empty if null.

@@ -19,7 +19,7 @@ namespace {
 using tropical::detail::check_argmax;
 using tropical::detail::check_batch;
 using tropical::detail::check_non_null;
-using tropical::detail::check_operands;
+using tropical::detail::Strides;
 using tropical::detail::check_product;
 using tropical::detail::Extents;
 using tropical::detail::invalid;
@@ -48,7 +48,9 @@ bool check_batched(const Product<T>& p, bool with_argmax = false) {
   if (with_argmax) check_batch("stride_argmax", p.stride_argmax, argmax_extent, p.batch, sizeof(std::int32_t), true);
   if (p.m == 0 || p.n == 0 || p.batch == 0) return false;
   if (with_argmax) check_non_null(p.argmax, "argmax");
-  check_operands(shape, p.a, p.b, p.c, p.argmax);
+  // As the GPU launcher: an output sharing any element with an input is refused.
+  tropical::detail::product_spans(shape, Strides{p.stride_a, p.stride_b, p.stride_c, p.stride_argmax}, p.batch,
+                                  sizeof(T), p.a, p.b, p.c, p.argmax, p.ldargmax);
   return true;
 }
 

@@ -33,6 +33,16 @@ TEST(CpuArguments, bad_shapes_leading_dimensions_and_pointers_throw_invalid_argu
   EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, nullptr, 2, c.data(), 2)), InvalidArgument);
   EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, nullptr, 2)), InvalidArgument);
   EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, a.data(), 2)), InvalidArgument);
+  // C sharing elements with A, B or the argmax without starting at the same address (as on the GPU).
+  EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, a.data() + 1, 2)), InvalidArgument);
+  EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data() + 3, 2, b.data(), 2)), InvalidArgument);
+  EXPECT_THROW((cpu::gemm_argmax<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, c.data(), 2,
+                                                 reinterpret_cast<std::int32_t*>(c.data() + 2), 2)),
+               InvalidArgument);
+  EXPECT_THROW((cpu::gemm_batched<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, 4, b.data(), 2, 4, a.data() + 6, 2, 4, 2)),
+               InvalidArgument);
+  // Disjoint blocks of one buffer still run (C after A in the same vector).
+  EXPECT_NO_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, a.data() + 4, 2)));
   EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, kHuge, 2, 2, a.data(), kHuge, b.data(), 2, c.data(), 2)),
                InvalidArgument);
   EXPECT_THROW((cpu::gemm<MaxPlus, float>(N, N, 2, 2, 2, a.data(), 2, b.data(), 2, c.data(), 2, -1)), InvalidArgument);
