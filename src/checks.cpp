@@ -354,17 +354,6 @@ int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, co
   return devices.device(stream);
 }
 
-void DeviceCheck::add(const void* ptr, const char* name) {
-  const int d = placement_of(ptr, name).device;
-  if (device_ < 0) {
-    device_ = d;
-    first_ = name;
-  } else if (d != device_) {
-    invalid(std::string(name) + " is on device " + std::to_string(d) + " but " + first_ +
-            " is on device " + std::to_string(device_));
-  }
-}
-
 void DeviceCheck::add(const Span& s) {
   if (s.bytes == 0) return;
   const Placement place = placement_of(reinterpret_cast<const void*>(s.start), s.name);

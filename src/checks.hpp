@@ -85,8 +85,6 @@ Placement placement_of(const void* ptr, const char* name);
 /// Every pointer of a call must live on one device; that device runs the kernel.
 class DeviceCheck {
  public:
-  /// Adds ptr (named for the error), which must be on the device of the pointers added before.
-  void add(const void* ptr, const char* name);
   /// Adds an operand's span (nothing if it is empty): its first byte must be on the device of those added
   /// before, and its last byte inside the allocation that holds the first (a batch or leading dimension
   /// that runs past the end of the buffer is an InvalidArgument, not an illegal address in the kernel).

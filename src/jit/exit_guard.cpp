@@ -51,8 +51,8 @@ std::once_flag g_armed[3];
 // gemm_gpu_test (int16 kernels after the f32 ones) and a `tropical verify`
 // crashed inside nvrtcCompileProgram at exit while this handler still waited
 // for that compile, in 3 of 5 runs that followed other test binaries. So the
-// handler is registered again after every compile and at the end of every
-// guarded job, up to a bound (each registration is one entry in libc's list;
+// handler is registered again at the end of every guarded job (every compile
+// is one), up to a bound (each registration is one entry in libc's list;
 // after the first run the handler only waits out the same deadline).
 constexpr int kMaxRegistrations = 4096;
 std::atomic<int> g_registrations{0};
@@ -65,10 +65,6 @@ void register_again() noexcept {
 
 void arm(After point) noexcept {
   state();  // constructed before the handler can run
-  if (point == After::kCompiler) {
-    register_again();
-    return;
-  }
   std::call_once(g_armed[static_cast<int>(point)], [] { std::atexit(on_exit); });
 }
 

@@ -335,8 +335,9 @@ CompiledImage compile(const KernelSource& kernel, int arch, Effort effort) {
   }
   // The reported size counts the terminating NUL.
   while (!image.ptx.empty() && image.ptx.back() == '\0') image.ptx.pop_back();
-  // NVRTC registers exit handlers during its compiles (its first, and some
-  // later ones): the guard's handler goes after them, so it runs before them.
+  // NVRTC registers exit handlers during its first compile: the guard's
+  // handler goes after them, so it runs before them (and again after every
+  // compile, when the guard's scope ends: src/jit/exit_guard.cpp).
   g_compiled.store(true, std::memory_order_release);
   exit_guard::arm(exit_guard::After::kCompiler);
   return image;

@@ -2,16 +2,16 @@
 
 namespace tropical::jit::exit_guard {
 
-/// Where the exit handler is registered: after every NVRTC compile of the
+/// Where the exit handler is registered: after the first NVRTC compile of the
 /// process, after the driver is first used for a background job, and before
 /// the storage's first background copy (storage/promotion.hpp); and again at
-/// the end of every guarded job (NVRTC and the driver register handlers of
-/// their own after their first use too), 4096 times at most.
+/// the end of every guarded job, compiles included (NVRTC and the driver
+/// register handlers of their own after their first use too), 4096 times at most.
 enum class After { kCompiler, kDriver, kPromotion };
 
-/// Registers an exit handler (once per point; for kCompiler, at every call up to
-/// the bound) that stops new guarded work and waits (at most kWaitSeconds in
-/// all, however often it runs) for the guarded work in flight. Exit handlers run last-registered first, so
+/// Registers, once per point, an exit handler that stops new guarded work and
+/// waits (at most kWaitSeconds in all, however often it runs) for the guarded
+/// work in flight. Exit handlers run last-registered first, so
 /// registering after NVRTC and the driver set up theirs makes ours run before
 /// they tear down. Thread-safe; never throws.
 void arm(After point) noexcept;

@@ -1,0 +1,47 @@
+// The launch of a catalog kernel, shared by the launchers (gemm.cpp,
+// gemm_counting.cpp): grids of one block per tile of C, the tier the registry
+// serves, one cuLaunchKernel on the caller's stream.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "tropical/catalog.hpp"
+#include "tropical/semiring.hpp"
+#include "tropical/jit/tiers.hpp"
+
+namespace tropical::detail {
+
+inline constexpr std::int64_t kMaxGridY = 65535;
+inline constexpr std::int64_t kMaxGridZ = 65535;
+
+/// A launch's grid: blocks along n, m and the batch.
+struct Grid {
+  unsigned x, y, z;
+};
+
+/// What one launch computes: the output's rows and columns, the depth of its
+/// products (for the first-use cost model) and the batch.
+struct Extent {
+  std::int64_t m, n, k, batch = 1;
+};
+
+/// The grid of one block per tile of C (launch's tile) over e; rejects a grid the device cannot launch.
+Grid grid_for(const jit::LaunchShape& launch, const Extent& e);
+
+/// Launches kernel `id` (whichever tier the registry serves this call) on `device`.
+void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args);
+
+/// Launches kernel `id`, which has one tier, on `grid` (a kernel whose grid is
+/// not one block per output tile).
+void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args);
+
+/// Rejects a product whose grid the device cannot launch (m too large for one
+/// launch, ...) before any driver call, on the tuned kernel's tiles as launch() does.
+void check_grid(catalog::KernelId id, const Extent& e);
+
+/// The kernels' transpose flag.
+inline int trans_flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
+
+}  // namespace tropical::detail
