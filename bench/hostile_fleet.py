@@ -85,10 +85,35 @@ e = env("fake", TROPICAL_REMOTE_CACHE="unix://" + fake, TROPICAL_REMOTE_TRUSTED_
 wall, rss, ents, out, err = run("fake", e)
 print("%-44s %.2f s (+%.2f), %4.0f MB (+%.0f), images %s" % ("server answering *2000000000", wall, wall - base_wall,
       rss, rss - base_rss, "correct" if ents == good else "WRONG"))
+# A server that runs no scripts (EVAL renamed away): leases are plain SET NX, a planted one is ignored.
+nosock = os.path.join(tmp, "noscripts.sock")
+nosrv = subprocess.Popen([REDIS_SERVER, "--port", "0", "--unixsocket", nosock, "--unixsocketperm", "700", "--save", "",
+                          "--appendonly", "no", "--dir", tmp, "--dbfilename", "noscripts.rdb",
+                          "--rename-command", "EVAL", ""], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(0.5)
+NR = fleet_test.Redis(nosock)
+for d in digests:
+    NR("SET", "tropical:lock:3:" + d, "x")
+e = env("noscripts", TROPICAL_REMOTE_CACHE="unix://" + nosock, TROPICAL_REMOTE_TRUSTED_KEYS=pub,
+        TROPICAL_REMOTE_SIGNING_KEY=priv)
+wall, rss, ents, out, err = run("noscripts", e)
+print("%-44s %.2f s (+%.2f), %4.0f MB (+%.0f), images %s" % ("no scripts, leases with no TTL", wall, wall - base_wall,
+      rss, rss - base_rss, "correct" if ents == good else "WRONG"))
+nosrv.kill()
+# Hostile key files: every one is refused at once, the node compiles locally.
 fifo = os.path.join(tmp, "k.fifo"); os.mkfifo(fifo)
-R("FLUSHDB")
-e = env("fifo", TROPICAL_REMOTE_CACHE="unix://" + sock, TROPICAL_REMOTE_TRUSTED_KEYS=fifo, TROPICAL_REMOTE_SIGNING_KEY=fifo)
-wall, rss, ents, out, err = run("fifo", e)
-print("%-44s %.2f s (+%.2f), %4.0f MB (+%.0f), images %s" % ("FIFO key files", wall, wall - base_wall, rss,
-      rss - base_rss, "correct" if ents == good else "WRONG"))
+sparse = os.path.join(tmp, "sparse.pem")
+with open(sparse, "wb") as f:
+    f.truncate(8 << 30)
+loose = os.path.join(tmp, "loose.pub.pem")
+shutil.copy(pub, loose); os.chmod(loose, 0o666)
+for label, trusted, signing in (("FIFO key files", fifo, fifo), ("/dev/zero as key files", "/dev/zero", "/dev/zero"),
+                                ("8 GB sparse key files", sparse, sparse), ("a public key of mode 0666", loose, priv)):
+    R("FLUSHDB")
+    e = env("keys", TROPICAL_REMOTE_CACHE="unix://" + sock, TROPICAL_REMOTE_TRUSTED_KEYS=trusted,
+            TROPICAL_REMOTE_SIGNING_KEY=signing)
+    wall, rss, ents, out, err = run("keys", e)
+    print("%-44s %.2f s (+%.2f), %4.0f MB (+%.0f), images %s" % (label, wall, wall - base_wall, rss,
+          rss - base_rss, "correct" if ents == good else "WRONG"))
+    shutil.rmtree(e["TROPICAL_CACHE_DIR"], ignore_errors=True)
 srv.kill(); shutil.rmtree(tmp, ignore_errors=True)

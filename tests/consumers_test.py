@@ -22,8 +22,9 @@ LD_LIBRARY_PATH anywhere:
    build and run, and build neither the tool nor anything to install.
 
 Every program runs its CPU-only path. The installed Python package (PYTHONPATH = the prefix's site
-directory, nothing else) finds the prefix's own library, also once the prefix is moved, and a C99 program
-builds against the installed tropical.h.
+directory, nothing else) finds the prefix's own library, also once the prefix is moved, and passes the
+package's test suite (tests/python, TROPICAL_TEST_INSTALLED=1); a C99 program builds against the installed
+tropical.h.
 
 Usage: consumers_test.py SOURCE_ROOT
 """
@@ -205,6 +206,15 @@ def python_and_c_from_prefix(prefix, env, where):
     py_env = dict(env, PYTHONPATH=site)
     py_env.pop("TROPICAL_LIBRARY", None)
     run([sys.executable, "-c", PYTHON_CHECK, os.path.realpath(prefix)], env=py_env, cwd=prefix)
+    has_pytest = subprocess.run([sys.executable, "-c", "import pytest"], capture_output=True).returncode == 0
+    if where == "installed" and not has_pytest:
+        print(f"SKIPPED the Python suite against the install: {sys.executable} has no pytest "
+              "(apt-get install python3-pytest)")
+    elif where == "installed":
+        # The package's own suite against the install (tests/python/conftest.py checks that neither this
+        # tree's package nor its build's library is used); torch and CuPy tests skip where those are absent.
+        run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+             os.path.join(SOURCE, "tests", "python")], env=dict(py_env, TROPICAL_TEST_INSTALLED="1"), cwd=prefix)
 
 
 def c_program_from_prefix(prefix, env):

@@ -449,6 +449,16 @@ bool reached_the_driver(const std::function<void()>& call) {
 
 float* device_floats(std::uintptr_t address) { return reinterpret_cast<float*>(address); }
 
+// Issue 27, item 11: a device past device_count() is an argument error, named as such, before cuDeviceGet
+// (which the old code reached: a CudaError "CUDA_ERROR_INVALID_DEVICE"); the device that exists answers.
+TEST(ApiWithADriver, a_device_past_the_device_count_is_an_argument_error) {
+  TROPICAL_REQUIRE_FAKE_DRIVER();
+  ASSERT_EQ(device_count(), 1);
+  EXPECT_EQ(device_arch(0), 90);
+  EXPECT_PRED2(says, invalid_message([] { (void)device_arch(1); }), "device 1 does not exist (1 device)");
+  EXPECT_PRED2(says, invalid_message([] { (void)device_arch(1 << 30); }), "does not exist");
+}
+
 // Issue 27: a batch, stride or leading dimension that runs past the end of the allocation holding the
 // operand's first byte is an InvalidArgument before any launch (it was an illegal address in the kernel,
 // which ends the context); one that fits exactly is launched.

@@ -1,4 +1,5 @@
-/* tropical from C: a max-plus product on the CPU (every machine), then the same on the GPU if there is one.
+/* tropical from C: a max-plus product with its argmax on the CPU (every machine), and a call the catalog
+ * refuses. On a GPU the same call is tropical_gemm_argmax with device pointers and a CUstream (void*).
  * Build: cc -std=c99 maxplus.c $(pkg-config --cflags --libs tropical) */
 #include <stdio.h>
 

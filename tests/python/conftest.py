@@ -1,6 +1,8 @@
-"""The Python package's tests run against the build tree (meson test sets TROPICAL_LIBRARY and PYTHONPATH)
-or, run by hand from the source tree, against build/ next to it. Each session gets its own cache directory:
-nothing here touches the user's cache."""
+"""The Python package's tests run against the build tree (meson test sets TROPICAL_LIBRARY and PYTHONPATH),
+run by hand from the source tree against build/ next to it, or, with TROPICAL_TEST_INSTALLED=1 (the
+consumers test), against an installed package on PYTHONPATH that must find its own prefix's library: then
+neither the source tree's package nor its build's library may be used. Each session gets its own cache
+directory: nothing here touches the user's cache."""
 
 import os
 import sys
@@ -8,14 +10,38 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+INSTALLED = os.environ.get("TROPICAL_TEST_INSTALLED") == "1"
 
-if "TROPICAL_LIBRARY" not in os.environ:
-    for candidate in ("build/src/libtropical.so.0", "build/src/libtropical.so"):
-        path = os.path.join(SOURCE, candidate)
-        if os.path.exists(path):
-            os.environ["TROPICAL_LIBRARY"] = path
-            break
-if not any(os.path.exists(os.path.join(p, "tropical", "__init__.py")) for p in sys.path if p):
-    sys.path.insert(0, os.path.join(SOURCE, "python"))
+if INSTALLED:
+    os.environ.pop("TROPICAL_LIBRARY", None)
+else:
+    if "TROPICAL_LIBRARY" not in os.environ:
+        for candidate in ("build/src/libtropical.so.0", "build/src/libtropical.so"):
+            path = os.path.join(SOURCE, candidate)
+            if os.path.exists(path):
+                os.environ["TROPICAL_LIBRARY"] = path
+                break
+    if not any(os.path.exists(os.path.join(p, "tropical", "__init__.py")) for p in sys.path if p):
+        sys.path.insert(0, os.path.join(SOURCE, "python"))
 os.environ.setdefault("TROPICAL_CACHE_DIR", tempfile.mkdtemp(prefix="tropical-pytest-cache-"))
 os.environ.setdefault("TROPICAL_CACHE_LAYERS", "")
+
+
+def pytest_sessionstart(session):
+    """Installed mode: the package and the library it loads are the prefix's, not this tree's."""
+    if not INSTALLED:
+        return
+    import tropical
+    from tropical import _lib
+    source = os.path.realpath(SOURCE) + os.sep
+    for what, path in (("the package", tropical.__file__), ("its library", _lib.lib()._name)):
+        if os.path.realpath(path).startswith(source):
+            raise RuntimeError(f"TROPICAL_TEST_INSTALLED=1 but {what} comes from the source tree: {path}")
+
+
+def pytest_report_header(config):
+    if INSTALLED:
+        import tropical
+        from tropical import _lib
+        return f"tropical (installed): {os.path.dirname(tropical.__file__)}, library {_lib.lib()._name}"
+    return None

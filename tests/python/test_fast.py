@@ -32,6 +32,7 @@ class FakeCuPy:
                 self.strides = self.buffer.strides if strides is None else tuple(strides)
                 self.data = types.SimpleNamespace(ptr=self.buffer.ctypes.data,
                                                   device_id=fake.device if device is None else device)
+                self.device = types.SimpleNamespace(id=self.data.device_id)
 
         ndarray.__module__ = "cupy._core.core"
 
@@ -133,3 +134,29 @@ def test_a_failing_c_call_raises_the_library_error(cupy):
     a = cupy.module.ndarray((2, 2), "float32")
     with pytest.raises(tropical.Error, match="^tropical:"):
         _fast.cupy_product(a, a, 0, False, False)
+
+
+@pytest.mark.parametrize("call", ["matmul", "matmul_argmax"])
+def test_operands_of_two_kinds_or_two_devices_are_one_clear_error(cupy, launches, call):
+    """Mixed kinds (NumPy with a device array) and mixed devices reach the general path's check, which names
+    both operands; nothing is launched."""
+    nd = cupy.module.ndarray
+    host = np.ones((2, 2), np.float32)
+    run = getattr(tropical, call)
+    with pytest.raises(tropical.InvalidArgument, match="b is a cupy array but a is a numpy array"):
+        run(host, nd((2, 2), "float32"))
+    with pytest.raises(tropical.InvalidArgument, match="b is a numpy array but a is a cupy array"):
+        run(nd((2, 2), "float32"), host)
+    with pytest.raises(tropical.InvalidArgument, match="b is in CUDA device 1 but a is in CUDA device 0"):
+        run(nd((2, 2), "float32"), nd((2, 2), "float32", device=1))
+    assert launches == []
+
+
+def test_a_gradient_of_another_kind_than_the_operands_is_one_clear_error(cupy, launches):
+    nd = cupy.module.ndarray
+    a, b = nd((2, 3), "float32"), nd((3, 2), "float32")
+    with pytest.raises(tropical.InvalidArgument, match="grad_c is a numpy array but a is a cupy array"):
+        tropical.backward_a(np.ones((2, 2), np.float32), nd((2, 2), "int32"), a, b)
+    with pytest.raises(tropical.InvalidArgument, match="argmax is a numpy array but a is a cupy array"):
+        tropical.backward_b(nd((2, 2), "float32"), np.zeros((2, 2), np.int32), a, b)
+    assert launches == []

@@ -30,6 +30,8 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 bool is_key(std::string_view key) {
   return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
@@ -70,21 +72,37 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
       complain("line " + std::to_string(number) + " is not 'key = value'; ignored");
       continue;
     }
+    const std::string_view value = trim(line.substr(eq + 1));
+    // `tropical config` never writes one: a control character in a value is a hand edit gone wrong (or an
+    // escape sequence meant for a terminal that echoes it), not a setting.
+    if (std::any_of(value.begin(), value.end(), [](char c) { return is_control(c); })) {
+      complain("line " + std::to_string(number) + ": the value of '" + std::string(key) +
+               "' holds control characters; ignored");
+      continue;
+    }
     if (!is_known_config_key(key)) complain("unknown key '" + std::string(key) + "' kept and ignored");
-    file.values_[std::string(key)] = std::string(trim(line.substr(eq + 1)));
+    file.values_[std::string(key)] = std::string(value);
   }
   if (bad > kShown) warn_file(source, "... and " + std::to_string(bad - kShown) + " more lines like these");
   return file;
 }
 
-ConfigFile ConfigFile::load(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / kConfigFileName;
-  // Settings steer what is loaded (layers, the remote, whose keys are trusted): only a file its owner alone
-  // controls counts (in a team directory the group may write its owner's file: it can replace it anyway).
+namespace {
+
+// Settings steer what is loaded (layers, the remote, whose keys are trusted): only a file its owner alone
+// controls counts (in a team directory the group may write its owner's file: it can replace it anyway).
+TrustedRead read_config(const std::filesystem::path& path) {
   TrustRule rule;
   rule.max_bytes = kMaxConfigFileBytes;
   rule.group_may_write_own = true;
-  const TrustedRead read = read_trusted_file(path, rule);
+  return read_trusted_file(path, rule);
+}
+
+}  // namespace
+
+ConfigFile ConfigFile::load(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kConfigFileName;
+  const TrustedRead read = read_config(path);
   if (!read.bytes) {
     if (!read.missing) warn_file(path.string(), read.reason + "; ignored");
     return {};
@@ -128,7 +146,9 @@ std::optional<Failure> ConfigFile::save(const std::filesystem::path& dir) const 
 std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, const std::string& key,
                                           std::optional<std::string> value, std::chrono::milliseconds wait) {
   const std::filesystem::path lock_path = dir / kConfigLockName;
-  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  // flock needs no write access: read-only, and readable by the group, so that the members of a team
+  // directory (2770) serialise their updates on one lock.
+  Fd lock(::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640));
   if (!lock.valid()) return Failure{"opening " + lock_path.string(), errno};
   // Polled, not a blocking flock: the wait stays bounded even if a holder is stopped.
   const auto deadline = std::chrono::steady_clock::now() + wait;
@@ -138,7 +158,14 @@ std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, cons
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // Read, modify and write under the lock: an update made meanwhile by another process is kept.
-  ConfigFile file = load(dir);
+  const std::filesystem::path path = dir / kConfigFileName;
+  const TrustedRead read = read_config(path);
+  if (!read.bytes && !read.missing) {
+    // Replacing a file that load() refuses would lose its settings (and it may not be ours to remove).
+    return Failure{path.string() + " is refused (" + printable(read.reason) +
+                   "); fix or remove it, then set the value again"};
+  }
+  ConfigFile file = read.bytes ? parse(*read.bytes, path.string()) : ConfigFile{};
   file.set(key, std::move(value));
   return file.save(dir);  // the lock goes with the descriptor
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -123,6 +124,44 @@ TEST_F(ConfigFileTest, bad_lines_are_warned_about_a_few_times_then_counted) {
   for (const char c : err) lines += c == '\n';
   EXPECT_EQ(lines, 4u) << err;
   EXPECT_NE(err.find("and 497 more lines"), std::string::npos) << err;
+}
+
+// Issue 27, items 4 and 11: `tropical config` refuses control characters; a hand-edited value holding one
+// (an escape sequence, a stray byte) is not a setting either, and its warning shows none of them.
+TEST_F(ConfigFileTest, values_holding_control_characters_are_ignored_with_a_printable_warning) {
+  ::testing::internal::CaptureStderr();
+  const ConfigFile file = ConfigFile::parse(
+      "remote_trusted_keys = /etc/k.pem\x1b[2J\nlayers = /opt/a\x07\nmax_size = 1G\n", "/c/edited.conf");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(file.get("remote_trusted_keys"));
+  EXPECT_FALSE(file.get("layers"));
+  EXPECT_EQ(file.get("max_size"), "1G");
+  EXPECT_NE(err.find("line 1: the value of 'remote_trusted_keys' holds control characters"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("line 2:"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x07'), std::string::npos) << err;
+}
+
+// A refused file is not replaced by an update: its settings are not lost behind the user's back.
+TEST_F(ConfigFileTest, update_leaves_a_refused_file_as_it_is_and_fails) {
+  write("max_size = 5M\nlayers = /opt/a\n");
+  const fs::path path = dir_ / kConfigFileName;
+  ::chmod(path.c_str(), 0666);
+  ::testing::internal::CaptureStderr();
+  const auto failure = ConfigFile::update(dir_, "remote", "redis://127.0.0.1:6379");
+  (void)::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure->reason().find("fix or remove it"), std::string::npos) << failure->reason();
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms(0666));
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "max_size = 5M\nlayers = /opt/a\n");
+  // Once its owner fixes the mode, the update keeps what the file held.
+  ::chmod(path.c_str(), 0644);
+  EXPECT_FALSE(ConfigFile::update(dir_, "remote", "redis://127.0.0.1:6379"));
+  EXPECT_EQ(conf_value(dir_, "max_size"), "5M");
+  EXPECT_EQ(conf_value(dir_, "remote"), "redis://127.0.0.1:6379");
 }
 
 // Issue 27, items 1-3: tropical.conf comes in by the same door as the key files.

@@ -42,7 +42,8 @@ class ConfigFile {
   /// others, is not owned by this user or root, or is too large is ignored with one warning; never throws
   /// for what the file holds.
   static ConfigFile load(const std::filesystem::path& dir);
-  /// Parses text (the file's contents); malformed lines are skipped with one warning naming source.
+  /// Parses text (the file's contents); malformed lines and values holding control characters are skipped
+  /// with a warning naming source (three, then one count).
   static ConfigFile parse(std::string_view text, const std::string& source = "tropical.conf");
 
   /// The value of key, or nullopt if the file does not set it.
@@ -58,8 +59,8 @@ class ConfigFile {
   std::optional<Failure> save(const std::filesystem::path& dir) const;
   /// Sets (or with nullopt, removes) key in <dir>/tropical.conf as one read-modify-write under an exclusive
   /// flock of <dir>/tropical.conf.lock (waiting at most `wait`), so that concurrent updates of different keys
-  /// all survive; returns what failed, if anything (a lock not had in time: EWOULDBLOCK). The file is read
-  /// as load() reads it: a file load() ignores is replaced.
+  /// all survive; returns what failed, if anything (a lock not had in time: EWOULDBLOCK). A file that load()
+  /// refuses (a FIFO, a link, writable by others, ...) is left as it is and the update fails: nothing is lost.
   static std::optional<Failure> update(const std::filesystem::path& dir, const std::string& key,
                                        std::optional<std::string> value,
                                        std::chrono::milliseconds wait = std::chrono::seconds(10));

@@ -99,8 +99,8 @@ void read_duration(const SettingLookup& get, const SettingOrigin& origin, std::s
     *out = *value;
     return;
   }
-  warn("tropical: warning: " + origin(name) + "='" + *text + "' is not " + bounds_text(bounds) + "; using " +
-       std::to_string(out->count()) + " ms\n");
+  warn("tropical: warning: " + printable(origin(name)) + "='" + printable(*text) + "' is not " +
+       bounds_text(bounds) + "; using " + std::to_string(out->count()) + " ms\n");
 }
 
 }  // namespace
@@ -138,8 +138,8 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
   std::string error;
   const auto endpoint = parse_redis_url(*url, &error);
   if (!endpoint) {
-    warn("tropical: warning: " + origin("TROPICAL_REMOTE_CACHE") + "='" + *url + "' is not a Redis URL (" +
-         error + "); remote cache off\n");
+    warn("tropical: warning: " + printable(origin("TROPICAL_REMOTE_CACHE")) + "='" + printable(*url) +
+         "' is not a Redis URL (" + printable(error) + "); remote cache off\n");
     return std::nullopt;
   }
   RemoteOptions options;
@@ -160,7 +160,7 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
       options.signer = std::make_shared<const SigningKey>(std::move(*key));
       options.trusted.add(options.signer->public_key());
     } else {
-      warn("tropical: warning: " + origin("TROPICAL_REMOTE_SIGNING_KEY") + ": " + error +
+      warn("tropical: warning: " + printable(origin("TROPICAL_REMOTE_SIGNING_KEY")) + ": " + printable(error) +
            "; this node will not publish\n");
     }
   }
@@ -168,11 +168,12 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
     std::vector<std::string> errors;
     TrustedKeys listed = TrustedKeys::load_list(*paths, &errors);
     for (const auto& e : errors)
-      warn("tropical: warning: " + origin("TROPICAL_REMOTE_TRUSTED_KEYS") + ": " + e + "; key not trusted\n");
+      warn("tropical: warning: " + printable(origin("TROPICAL_REMOTE_TRUSTED_KEYS")) + ": " + printable(e) +
+           "; key not trusted\n");
     options.trusted.add_all(listed);  // keeps the signer's own key trusted
   }
   if (!options.may_read() && !options.may_write()) {
-    warn("tropical: warning: " + origin("TROPICAL_REMOTE_CACHE") +
+    warn("tropical: warning: " + printable(origin("TROPICAL_REMOTE_CACHE")) +
          " is set but neither TROPICAL_REMOTE_TRUSTED_KEYS, TROPICAL_REMOTE_SIGNING_KEY nor "
          "TROPICAL_REMOTE_UNSIGNED=1 (remote_trusted_keys, remote_signing_key, remote_unsigned in "
          "tropical.conf) is usable; remote cache off\n");

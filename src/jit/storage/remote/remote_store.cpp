@@ -246,7 +246,7 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
       counters_->errors.fetch_sub(1, std::memory_order_relaxed);
       warn_once("lease script", "tropical: warning: remote cache " + options_.client.endpoint.url() +
                                     " runs no scripts (" + printable(got.reply.text) +
-                                    "); leases without a TTL are not detected\n");
+                                    "); plain SET NX leases, and a lease without a TTL is ignored, not replaced\n");
     } else if (got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger) {
       taken = got.reply.integer != 0;
       if (got.reply.integer == 2) {
@@ -260,6 +260,20 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
   if (!scripted_lease_.load(std::memory_order_relaxed)) {
     got = call({"SET", key, token, "NX", "PX", px});
     taken = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kStatus;
+    if (!taken && got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kNil) {
+      // Without scripts the lease cannot be replaced atomically: one that never ends (or outlives ours) is
+      // treated as absent, and this node compiles without a lease rather than wait on it.
+      const CallResult ttl = call({"PTTL", key});
+      if (ttl.status == CallStatus::kOk && ttl.reply.type == RedisReply::Type::kInteger &&
+          (ttl.reply.integer == -1 || ttl.reply.integer > options_.lease.count())) {
+        add(counters_->leases_replaced);
+        warn_once("stale lease", "tropical: warning: remote cache " + options_.client.endpoint.url() +
+                                     ": a lease without a TTL (or longer than " + px + " ms) on " + key +
+                                     " was ignored; compiling without a lease\n");
+        if (failed != nullptr) *failed = true;
+        return lease;
+      }
+    }
   }
   if (got.status != CallStatus::kOk || got.reply.type == RedisReply::Type::kError) {
     if (failed != nullptr) *failed = true;

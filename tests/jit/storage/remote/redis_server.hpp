@@ -71,8 +71,9 @@ inline int free_loopback_port() {
 /// One redis-server process.
 class RedisServer {
  public:
-  /// Starts the server and waits (up to 10 s) until it answers PING; check ready().
-  explicit RedisServer(bool tcp = false) {
+  /// Starts the server (with `extra` configuration arguments, e.g. {"--rename-command", "EVAL", ""}) and
+  /// waits (up to 10 s) until it answers PING; check ready().
+  explicit RedisServer(bool tcp = false, const std::vector<std::string>& extra = {}) {
     if (dir_.path().empty()) return;
     socket_ = (dir_.path() / "redis.sock").string();
     port_ = tcp ? free_loopback_port() : 0;
@@ -80,6 +81,7 @@ class RedisServer {
                                      "--unixsocket", socket_, "--unixsocketperm", "700", "--save", "",
                                      "--appendonly", "no", "--dir", dir_.path().string(),
                                      "--logfile", (dir_.path() / "redis.log").string(), "--daemonize", "no"};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

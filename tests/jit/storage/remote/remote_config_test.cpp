@@ -69,6 +69,28 @@ TEST_F(RemoteConfig, bad_url_is_one_warning_and_off) {
   EXPECT_NE(s.warnings[0].find("remote cache off"), std::string::npos);
 }
 
+// Issue 27, item 11: what the environment says is echoed with its control characters shown as '?'.
+TEST_F(RemoteConfig, warnings_echo_no_control_characters_of_urls_durations_or_key_paths) {
+  Settings s;
+  s.values["TROPICAL_REMOTE_CACHE"] = "redis://\x1b[2Jnowhere";
+  s.values["TROPICAL_REMOTE_UNSIGNED"] = "1";
+  EXPECT_FALSE(s.read());
+  s.values["TROPICAL_REMOTE_CACHE"] = "unix:///tmp/x.sock";
+  s.values["TROPICAL_REMOTE_WAIT"] = "5\x07s";
+  s.values["TROPICAL_REMOTE_SIGNING_KEY"] = (tmp_.path() / "no\x1b]0;t\x07.pem").string();
+  s.values["TROPICAL_REMOTE_TRUSTED_KEYS"] = (tmp_.path() / "gone\x1b.pem").string();
+  EXPECT_TRUE(s.read());
+  ASSERT_EQ(s.warnings.size(), 4u);
+  EXPECT_NE(s.warnings[0].find("redis://?[2Jnowhere"), std::string::npos) << s.warnings[0];
+  for (const std::string& line : s.warnings) {
+    ASSERT_FALSE(line.empty());
+    EXPECT_EQ(line.back(), '\n');
+    for (const char c : line.substr(0, line.size() - 1)) {
+      EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << "control byte " << int(c) << " in " << line;
+    }
+  }
+}
+
 TEST_F(RemoteConfig, defaults_meet_the_bounds) {
   Settings s;
   s.values["TROPICAL_REMOTE_CACHE"] = "unix:///tmp/x.sock";

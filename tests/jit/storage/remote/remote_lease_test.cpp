@@ -59,6 +59,41 @@ TEST_F(RemoteLeaseTest, lease_without_a_ttl_is_ignored_and_replaced) {
   EXPECT_EQ(server_.command({"EXISTS", store.lock_key(kDigest)}).integer, 0);
 }
 
+// A server (or proxy) that runs no scripts: the lease is a plain SET NX, and a planted one without a TTL is
+// ignored (this node compiles alone at once) instead of stalling it for the wait.
+TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_ignored_without_waiting) {
+  RedisServer server(false, {"--rename-command", "EVAL", ""});
+  ASSERT_TRUE(server.ready()) << server.explain();
+  std::optional<SigningKey> key = SigningKey::generate();
+  ASSERT_TRUE(key);
+  RemoteOptions o;
+  o.client.endpoint = server.endpoint();
+  o.format = 2;
+  o.signer = std::make_shared<const SigningKey>(*key);
+  o.trusted.add(key->public_key());
+  o.wait = milliseconds(2000);
+  Warnings warnings;
+  RemoteStore store(o, warnings.sink());
+  ASSERT_EQ(server.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
+  const auto start = Clock::now();
+  FleetFlight flight = store.begin(kDigest);
+  EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
+  EXPECT_EQ(flight.role, FleetFlight::Role::kAlone);
+  EXPECT_EQ(store.stats().leases_replaced, 1u);
+  EXPECT_EQ(store.stats().lease_waits, 0u);
+  EXPECT_NE(warnings.text().find("runs no scripts"), std::string::npos) << warnings.text();
+  EXPECT_NE(warnings.text().find("was ignored"), std::string::npos) << warnings.text();
+  // A fair lease (a TTL within ours) is still waited on, and the lease itself still works.
+  std::string other = kDigest;
+  other[0] = 'f';
+  ASSERT_EQ(server.command({"SET", store.lock_key(other), "fair", "PX", "300"}).text, "OK");
+  const auto fair_start = Clock::now();
+  FleetFlight fair = store.begin(other);
+  EXPECT_GE(Clock::now() - fair_start, milliseconds(200)) << "did not wait for a fair lease";
+  EXPECT_EQ(fair.role, FleetFlight::Role::kLeader);
+  EXPECT_TRUE(fair.lease.held());
+}
+
 TEST_F(RemoteLeaseTest, lease_longer_than_ours_is_replaced_and_a_fair_one_is_not) {
   RemoteStore store(producer(), warnings_.sink());
   const std::string hour = std::to_string(3'600'000);

@@ -5,6 +5,7 @@
 #include <future>
 #include <thread>
 
+#include "fake_server.hpp"
 #include "redis_server.hpp"
 #include "warnings.hpp"
 
@@ -12,6 +13,7 @@ namespace tropical::jit::remote {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::FakeServer;
 using testing::RedisServer;
 using testing::Warnings;
 
@@ -341,6 +343,25 @@ TEST_F(RemoteStoreTest, dead_remote_makes_every_flight_compile_alone_within_the_
   EXPECT_EQ(warnings_.count(), 1u) << warnings_.text();
   EXPECT_EQ(store.stats().errors, 1u);
   EXPECT_EQ(store.stats().skipped, 2u);
+}
+
+// Issue 27, item 11: a server's error text reaches stderr without the escape sequences or bells it holds.
+TEST(RemoteStoreHostile, error_reply_reaches_the_warning_without_control_characters) {
+  FakeServer fake("-ERR \x1b[2J\x1b]0;owned\x07 gone\r\n");
+  RemoteOptions o;
+  o.client.endpoint = *parse_redis_url(fake.url());
+  o.client.operation_timeout = milliseconds(2000);
+  o.format = 2;
+  o.allow_unsigned = true;
+  Warnings warnings;
+  RemoteStore node(o, warnings.sink());
+  EXPECT_EQ(node.lookup(kDigest).outcome, LookupOutcome::kError);
+  ASSERT_EQ(warnings.count(), 1u) << warnings.text();
+  const std::string line = warnings.text();
+  EXPECT_NE(line.find("answered an error (ERR ?[2J?]0;owned? gone)"), std::string::npos) << line;
+  for (const char c : line.substr(0, line.size() - 1)) {
+    EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << "control byte " << int(c) << " in: " << line;
+  }
 }
 
 }  // namespace
