@@ -303,7 +303,8 @@ class PeakRss {
 };
 
 // Issue 27, item 10: a value costs one buffer of its size (a 250 MB value cost 807 MB before: hiredis's
-// reader buffer, its reply object, then our copy). A value just under the cap, read whole: at most 2x.
+// reader buffer, its reply object, then our copy). A value just under the cap, read whole: one buffer (1.0x
+// measured; 1.5x allowed).
 TEST(RedisClient, a_large_value_costs_at_most_twice_its_size_in_memory) {
   const std::size_t size = std::size_t{60} << 20;
   // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
@@ -324,7 +325,7 @@ TEST(RedisClient, a_large_value_costs_at_most_twice_its_size_in_memory) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "ThreadSanitizer's shadow memory grows with every byte written: measured in the other builds";
 #endif
-  EXPECT_LE(*grew, 2 * size) << "the value's read grew the resident set by " << *grew << " bytes";
+  EXPECT_LE(*grew, size * 3 / 2) << "the value's read grew the resident set by " << *grew << " bytes";
   EXPECT_GE(*grew, size / 2) << "measured nothing: " << *grew << " bytes";
 }
 
