@@ -1,0 +1,254 @@
+// The catalog's CUDA fragments run on the CPU (tests/emulation/cuda_host.hpp), both tiers, against the
+// reference, bit for bit (NaN equal to NaN, zeros by value): the kernels named in
+// tests/emulation/meson.build, with the argument lists and grids the library's launchers use
+// (src/launch.cpp, src/gemm.cpp). No GPU needed: this is what CI checks of a kernel change; the GPU
+// suites (tests/gpu/) check the same on the hardware and the benchmarks its speed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../gpu/test_data.hpp"
+#include "cuda_host.hpp"
+#include "tropical/catalog_tiers.hpp"
+#include "tropical/tropical.hpp"
+
+namespace tropical {
+namespace {
+
+using emulation::Dim3;
+using gpu_test::expect_equal;
+using gpu_test::random_matrix;
+
+constexpr const char* kTiers[] = {"tuned", "quick"};
+
+/// The kernel of catalog name `name`.
+catalog::KernelId id_of(std::string_view name) {
+  for (const auto& info : catalog::kInfo) {
+    if (info.name == name) return info.id;
+  }
+  ADD_FAILURE() << name << " is not in the catalog";
+  return catalog::KernelId{};
+}
+
+/// Launches kernel `id`'s fragment of `tier` on one block per tile of C (m x n) and per product of the
+/// batch, as src/launch.cpp does; one-tier kernels take `grid` when given.
+void run(catalog::KernelId id, const char* tier, std::int64_t m, std::int64_t n, std::int64_t batch, void** args,
+         const Dim3* grid = nullptr) {
+  const auto index = static_cast<std::size_t>(id);
+  const std::string name(catalog::kInfo[index].name);
+  const bool quick = std::string(tier) == "quick";
+  const jit::LaunchShape shape = quick ? catalog::kQuickLaunch[index] : catalog::kTunedLaunch[index];
+  const emulation::Entry entry = emulation::find_kernel(name.c_str(), tier);
+  ASSERT_NE(entry, nullptr) << name << " (" << tier << ") is not built for the CPU: add it to tests/emulation/meson.build";
+  const Dim3 tiles{static_cast<unsigned>((n + shape.tile_n - 1) / shape.tile_n),
+                   static_cast<unsigned>((m + shape.tile_m - 1) / shape.tile_m),
+                   static_cast<unsigned>(std::min<std::int64_t>(batch, 65535))};
+  emulation::launch(entry, args, grid != nullptr ? *grid : tiles, Dim3{shape.block_x, shape.block_y, 1});
+}
+
+/// Whether kernel `id` has a quick tier built here.
+bool has_quick(catalog::KernelId id) {
+  return emulation::find_kernel(std::string(catalog::kInfo[static_cast<std::size_t>(id)].name).c_str(), "quick");
+}
+
+struct Shape {
+  std::int64_t m, n, k;
+  Trans ta, tb;
+  std::int64_t pad;  // extra leading-dimension elements
+};
+// Partial tiles, k past several k-tiles, transposes and padded leading dimensions.
+constexpr Shape kShapes[] = {{130, 133, 70, Trans::kNo, Trans::kNo, 0},
+                             {37, 71, 33, Trans::kYes, Trans::kYes, 3},
+                             {1, 5, 129, Trans::kNo, Trans::kYes, 1}};
+
+std::int64_t rows_of(Trans t, std::int64_t r, std::int64_t c) { return t == Trans::kYes ? c : r; }
+std::int64_t cols_of(Trans t, std::int64_t r, std::int64_t c) { return t == Trans::kYes ? r : c; }
+int flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
+
+template <class P>
+class Products : public ::testing::Test {};
+
+template <class S, class T>
+using Pair = gpu_test::Pair<S, T>;
+using Emulated = ::testing::Types<Pair<MaxPlus, float>, Pair<MinPlus, double>, Pair<MaxMul, float>,
+                                  Pair<MaxMin, float>, Pair<MinPlus, std::int32_t>, Pair<MaxPlus, std::int16_t>,
+                                  Pair<MinPlus, std::int16_t>, Pair<AndOr, std::uint8_t>>;
+TYPED_TEST_SUITE(Products, Emulated);
+
+TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
+  using S = typename TypeParam::Semi;
+  using T = typename TypeParam::Elem;
+  std::mt19937_64 rng(26);
+  for (const Shape& s : kShapes) {
+    for (const bool extremes : {false, true}) {
+      const std::int64_t ar = rows_of(s.ta, s.m, s.k), ac = cols_of(s.ta, s.m, s.k);
+      const std::int64_t br = rows_of(s.tb, s.k, s.n), bc = cols_of(s.tb, s.k, s.n);
+      long long lda = ac + s.pad, ldb = bc + s.pad, ldc = s.n + s.pad, ldx = s.n, m = s.m, n = s.n, k = s.k;
+      const std::vector<T> a = random_matrix<S, T>(static_cast<std::size_t>(ar * lda), rng, extremes);
+      const std::vector<T> b = random_matrix<S, T>(static_cast<std::size_t>(br * ldb), rng, extremes);
+      std::vector<T> want(static_cast<std::size_t>(m * ldc), T(7));
+      std::vector<std::int32_t> want_arg(static_cast<std::size_t>(m * ldx), 7);
+      std::vector<T> want_plain = want;
+      reference::gemm<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want_plain.data(), ldc);
+      reference::gemm_argmax<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc,
+                                   want_arg.data(), ldx);
+      const void* pa = a.data();
+      const void* pb = b.data();
+      int ta = flag(s.ta), tb = flag(s.tb), flags = 0;
+      T alpha{}, beta{};
+      for (const char* tier : kTiers) {
+        const std::string what = std::string(tier) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                 std::to_string(k) + (extremes ? " with extremes" : "");
+        std::vector<T> c(want.size(), T(7));
+        void* pc = c.data();
+        void* gemm_args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
+        run(kernel_id<S, T, Op::kGemm>(), tier, m, n, 1, gemm_args);
+        expect_equal(c, want_plain, "gemm " + what);
+        std::fill(c.begin(), c.end(), T(7));
+        std::vector<std::int32_t> arg(want_arg.size(), 7);
+        std::int32_t* px = arg.data();
+        void* argmax_args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+        run(kernel_id<S, T, Op::kGemmArgmax>(), tier, m, n, 1, argmax_args);
+        expect_equal(c, want, "gemm_argmax C " + what);
+        expect_equal(arg, want_arg, "gemm_argmax argmax " + what);
+      }
+    }
+  }
+}
+
+// The batched argmax of the tensor-network shapes (issue 25) on its default tile and the small ones.
+TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
+  std::mt19937_64 rng(25);
+  for (const char* name : {"tropical_gemm_batched_argmax_maxplus_f32", "tropical_gemm_batched_argmax_maxplus_f32_64x64",
+                           "tropical_gemm_batched_argmax_maxplus_f32_16x16"}) {
+    for (const Shape& s : {Shape{64, 64, 64, Trans::kNo, Trans::kNo, 0}, Shape{16, 16, 16, Trans::kNo, Trans::kYes, 0},
+                           Shape{37, 29, 70, Trans::kYes, Trans::kNo, 2}}) {
+      long long m = s.m, n = s.n, k = s.k, batch = 5;
+      long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n, ldx = n;
+      long long sa = rows_of(s.ta, s.m, s.k) * lda, sb = rows_of(s.tb, s.k, s.n) * ldb, sc = m * ldc, sx = m * ldx;
+      const std::vector<float> a = random_matrix<MaxPlus, float>(static_cast<std::size_t>(sa * batch), rng, true);
+      const std::vector<float> b = random_matrix<MaxPlus, float>(static_cast<std::size_t>(sb * batch), rng, true);
+      std::vector<float> want(static_cast<std::size_t>(sc * batch));
+      std::vector<std::int32_t> want_arg(static_cast<std::size_t>(sx * batch));
+      reference::gemm_batched_argmax<MaxPlus, float>(s.ta, s.tb, m, n, k, a.data(), lda, sa, b.data(), ldb, sb,
+                                                     want.data(), ldc, sc, want_arg.data(), ldx, sx, batch);
+      const void* pa = a.data();
+      const void* pb = b.data();
+      int ta = flag(s.ta), tb = flag(s.tb);
+      for (const char* tier : kTiers) {
+        std::vector<float> c(want.size(), 7.f);
+        std::vector<std::int32_t> arg(want_arg.size(), 7);
+        void* pc = c.data();
+        std::int32_t* px = arg.data();
+        void* args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
+        run(id_of(name), tier, m, n, batch, args);
+        const std::string what = std::string(name) + " " + tier + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                 std::to_string(k);
+        expect_equal(c, want, what + " C");
+        expect_equal(arg, want_arg, what + " argmax");
+      }
+    }
+  }
+}
+
+// The backward passes (one tier each): dC of small integers, so that sums are exact in any order (the
+// non-batched passes scatter with atomics).
+TEST(Backward, both_passes_are_the_reference) {
+  std::mt19937_64 rng(24);
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (const Shape& s : kShapes) {
+    long long m = s.m, n = s.n, k = s.k;
+    long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldg = n, ldx = n;
+    const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
+    const std::vector<float> a = random_matrix<MaxPlus, float>(static_cast<std::size_t>(ar * lda), rng, false);
+    const std::vector<float> b = random_matrix<MaxPlus, float>(static_cast<std::size_t>(br * ldb), rng, false);
+    std::vector<float> c(static_cast<std::size_t>(m * n)), grad_c(c.size());
+    std::vector<std::int32_t> arg(c.size());
+    for (float& g : grad_c) g = static_cast<float>(small(rng));
+    reference::gemm_argmax<MaxPlus, float>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), n,
+                                           arg.data(), ldx);
+    std::vector<float> want_a(a.size(), 0.f), want_b(b.size(), 0.f);
+    reference::backward_a<MaxPlus, float>(s.ta, s.tb, m, n, k, grad_c.data(), ldg, arg.data(), ldx, b.data(), ldb,
+                                          want_a.data(), lda);
+    reference::backward_b<MaxPlus, float>(s.ta, s.tb, m, n, k, grad_c.data(), ldg, arg.data(), ldx, a.data(), lda,
+                                          want_b.data(), ldb);
+    const void* pg = grad_c.data();
+    const void* px = arg.data();
+    int ta = flag(s.ta), tb = flag(s.tb);
+    std::vector<float> got_a(a.size(), 0.f), got_b(b.size(), 0.f);
+    // The kernels add into a zeroed gradient (the library clears it first), and read the other operand.
+    const void* pb = b.data();
+    void* pga = got_a.data();
+    void* args_a[] = {&pg, &px, &pb, &pga, &m, &n, &k, &ldg, &ldx, &ldb, &lda, &ta, &tb};
+    run(id_of("tropical_backward_a_maxplus_f32"), "tuned", m, n, 1, args_a);
+    expect_equal(got_a, want_a, "backward_a");
+    // backward_b's grid (src/gemm.cpp): x over row blocks of dC, y over strips of columns.
+    const auto b_id = id_of("tropical_backward_b_maxplus_f32");
+    const auto& shape = catalog::kInfo[static_cast<std::size_t>(b_id)].launch;
+    const Dim3 grid{static_cast<unsigned>((m - 1) / shape.tile_m + 1), static_cast<unsigned>((n - 1) / shape.tile_n + 1),
+                    1};
+    const void* pa = a.data();
+    void* pgb = got_b.data();
+    void* args_b[] = {&pg, &px, &pa, &pgb, &m, &n, &k, &ldg, &ldx, &lda, &ldb, &ta, &tb};
+    run(b_id, "tuned", m, n, 1, args_b, &grid);
+    expect_equal(got_b, want_b, "backward_b");
+  }
+}
+
+// CountingTropical (issue 26): values and counts, spread and tied values, both tiers.
+TEST(Counting, both_tiers_are_the_reference) {
+  std::mt19937_64 rng(23);
+  for (const bool tied : {false, true}) {
+    for (const Shape& s : kShapes) {
+      long long m = s.m, n = s.n, k = s.k, batch = 1, zero = 0;
+      long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n;
+      const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
+      std::uniform_int_distribution<int> few(-2, 2), count(0, 3);
+      std::uniform_real_distribution<float> spread(-1.f, 1.f);
+      const auto values = [&](std::int64_t size) {
+        std::vector<float> v(static_cast<std::size_t>(size));
+        for (float& x : v) x = tied ? static_cast<float>(few(rng)) : spread(rng);
+        return v;
+      };
+      const auto counts = [&](std::int64_t size) {
+        std::vector<float> v(static_cast<std::size_t>(size));
+        for (float& x : v) x = static_cast<float>(count(rng));
+        return v;
+      };
+      const std::vector<float> av = values(ar * lda), ac = counts(ar * lda), bv = values(br * ldb),
+                               bc = counts(br * ldb);
+      std::vector<float> want_v(static_cast<std::size_t>(m * ldc)), want_c(want_v.size());
+      reference::gemm_counting<float>(s.ta, s.tb, m, n, k, {av.data(), lda, ac.data(), lda},
+                                      {bv.data(), ldb, bc.data(), ldb}, {want_v.data(), ldc, want_c.data(), ldc});
+      const void *pav = av.data(), *pac = ac.data(), *pbv = bv.data(), *pbc = bc.data();
+      int ta = flag(s.ta), tb = flag(s.tb);
+      for (const char* tier : kTiers) {
+        std::vector<float> cv(want_v.size(), 7.f), cc(want_c.size(), 7.f);
+        void *pcv = cv.data(), *pcc = cc.data();
+        void* args[] = {&pav, &pac, &pbv, &pbc, &pcv, &pcc, &m,    &n,    &k,    &lda,  &lda, &ldb,
+                        &ldb, &ldc, &ldc, &ta,  &tb,  &zero, &zero, &zero, &zero, &zero, &zero, &batch};
+        run(id_of("tropical_gemm_counting_f32"), tier, m, n, 1, args);
+        const std::string what = std::string(tier) + (tied ? " tied " : " spread ") + std::to_string(m) + "x" +
+                                 std::to_string(n) + "x" + std::to_string(k);
+        expect_equal(cv, want_v, "counting values " + what);
+        expect_equal(cc, want_c, "counting counts " + what);
+      }
+    }
+  }
+}
+
+TEST(Emulation, every_product_kernel_built_here_has_both_tiers) {
+  for (const auto& info : catalog::kInfo) {
+    const std::string name(info.name);
+    if (emulation::find_kernel(name.c_str(), "tuned") == nullptr) continue;
+    const bool two_tiers = !catalog::kQuickKernels[static_cast<std::size_t>(info.id)].source.empty();
+    EXPECT_EQ(has_quick(info.id), two_tiers) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tropical

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Writes the CUDA fragments of the named catalog kernels for tests/emulation: OUTDIR/<name>.tuned.h and,
+where the kernel has a quick tier, OUTDIR/<name>.quick.h (headers to meson: generated, never compiled
+alone; tests/emulation/fragment.cpp includes each once, in a namespace of its own).
+
+Usage: fragments.py TEMPLATES OUTDIR NAME...
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "codegen"))
+import generate  # noqa: E402
+
+
+def main(argv):
+    templates, outdir, names = argv[0], argv[1], argv[2:]
+    kernels = {k.name: k for k in generate.build_kernels(generate.environment(templates))}
+    missing = [n for n in names if n not in kernels]
+    if missing:
+        raise SystemExit("not in the catalog: " + ", ".join(missing))
+    os.makedirs(outdir, exist_ok=True)
+    for name in names:
+        k = kernels[name]
+        generate.write_if_changed(os.path.join(outdir, name + ".tuned.h"), k.source)
+        if k.quick_source:
+            generate.write_if_changed(os.path.join(outdir, name + ".quick.h"), k.quick_source)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
