@@ -144,6 +144,25 @@ def lib():
     return library.load()
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def path():
+    """The file of the loaded libtropical, resolved (the loader's answer where it was found by soname)."""
+    dll = lib()
+    for libc in (None, "libdl.so.2"):
+        try:
+            dladdr = ctypes.CDLL(libc).dladdr
+        except (OSError, AttributeError):
+            continue
+        info = _DlInfo()
+        if dladdr(ctypes.cast(dll.tropical_version, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(os.fsdecode(info.dli_fname))
+    return os.path.realpath(dll._name)
+
+
 def check(status):
     """Raises the exception of a non-zero status with the thread's message from the library."""
     if status:

@@ -1,45 +1,10 @@
-// CUDA C++ of the catalog's fragments compiled for the CPU, for tests: the keywords, the built-in
-// coordinates and the block barrier. A fragment is included inside a namespace of its own after
-// device_functions.inc (tests/emulation/fragment.cpp); emulator.cpp runs a grid one block at a time,
-// each thread of the block a fiber that yields at every barrier, so shared memory (`static` here) is
-// the block's and barriers order it as on a GPU. Semantics, not speed: a 128 x 128 tile of 256 threads
-// runs a few hundred thousand products a second.
+// CUDA C++ of the catalog's fragments compiled for the CPU: the keywords and built-ins as macros over
+// the emulator (tests/emulation/emulator.hpp). Only for tests/emulation/fragment.cpp, after every
+// standard header it needs: the macros rename words that the standard library's headers use too
+// (__noinline__ in libstdc++'s attributes).
 #pragma once
 
-#include <cmath>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-
-namespace tropical::emulation {
-
-/// blockIdx, threadIdx, blockDim, gridDim.
-struct Dim3 {
-  unsigned x = 1, y = 1, z = 1;
-};
-
-/// The coordinates of the running thread and its grid (the scheduler sets them before it resumes a thread).
-extern Dim3 g_thread, g_block, g_block_dim, g_grid;
-
-/// __syncthreads_or(predicate): waits until every thread of the block that has not returned arrives,
-/// then returns whether any of them passed a nonzero predicate.
-int barrier(int predicate);
-
-/// A kernel's launch through a type-erased argument list (the cuLaunchKernel convention: args[i]
-/// points to the i-th parameter's value).
-using Entry = void (*)(void** args);
-
-/// Registers the host build of kernel `name`'s fragment of one tier ("quick" or "tuned"); returns true.
-bool add_kernel(const char* name, const char* tier, Entry entry);
-
-/// The registered kernel, or nullptr.
-Entry find_kernel(const char* name, const char* tier);
-
-/// Runs entry(args) as a grid of `grid` blocks of `block` threads, block after block; throws
-/// std::runtime_error if a thread waits at a barrier that the block's other threads never reach.
-void launch(Entry entry, void** args, Dim3 grid, Dim3 block);
-
-}  // namespace tropical::emulation
+#include "emulator.hpp"
 
 #define __global__
 #define __device__

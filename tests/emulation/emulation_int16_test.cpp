@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_host.hpp"
+#include "emulator.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/tropical.hpp"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../gpu/test_data.hpp"
-#include "cuda_host.hpp"
+#include "emulator.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/tropical.hpp"
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_host.hpp"
+#include "emulator.hpp"
 
 namespace tropical::emulation {
 
@@ -36,6 +36,8 @@ struct Scheduler {
   int any = 0;     // OR of the predicates passed to the barrier being filled
   int opened = 0;  // what the barrier that last opened returns
   unsigned waiting = 0;
+  const void* site = nullptr;  // where the first thread waits at the barrier being filled
+  bool divergent = false;      // a thread waits elsewhere
 };
 
 Scheduler g_run;
@@ -73,7 +75,10 @@ std::map<std::pair<std::string, std::string>, Entry>& kernels() {
 
 }  // namespace
 
-int barrier(int predicate) {
+[[gnu::noinline]] int barrier(int predicate) {
+  const void* site = __builtin_return_address(0);
+  if (g_run.waiting == 0) g_run.site = site;
+  if (site != g_run.site) g_run.divergent = true;
   g_run.any |= predicate;
   ++g_run.waiting;
   swapcontext(&g_run.current->context, &g_run.main);
@@ -108,13 +113,15 @@ void launch(Entry entry, void** args, Dim3 grid, Dim3 block) {
         }
         g_run.any = g_run.opened = 0;
         g_run.waiting = 0;
-        for (;;) {
+        g_run.divergent = false;
+        for (bool forward = true;; forward = !forward) {
           unsigned live = 0;
-          for (Fiber& f : fibers) {
+          for (std::size_t t = 0; t < fibers.size(); ++t) {
+            Fiber& f = fibers[forward ? t : fibers.size() - 1 - t];
             if (!f.done) live += resume(f) ? 1 : 0;
           }
           if (live == 0) break;
-          if (g_run.waiting != live) throw std::runtime_error("a barrier that not every thread of the block reaches");
+          if (g_run.divergent) throw std::runtime_error("threads of one block wait at different barriers");
           g_run.opened = g_run.any;  // every waiting thread reads it when resumed, before the next barrier fills
           g_run.any = 0;
           g_run.waiting = 0;

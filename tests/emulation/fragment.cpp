@@ -2,16 +2,20 @@
 // tier with TROPICAL_EMU_FRAGMENT (its file), TROPICAL_EMU_KERNEL (the extern "C" kernel it defines: the
 // quick tier's carries _quick), TROPICAL_EMU_NAME and TROPICAL_EMU_TIER (the catalog's name and the tier,
 // as strings) and TROPICAL_EMU_NS (a namespace of its own: the fragments' helpers share names).
+#include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
+// Last: its macros rename words the standard headers use too.
 #include "cuda_host.hpp"
 
 namespace TROPICAL_EMU_NS {
 #include "device_functions.inc"
 // `__shared__ alignas(16) T x[...]` is `static alignas(16) ...` here, which C++ does not allow (an
-// attribute amid the decl-specifiers); GNU's aligned attribute may stand there.
+// attribute amid the decl-specifiers); GNU's aligned attribute may stand there. (A macro named like a
+// keyword: every standard header is included above, and it is undefined right after the fragment.)
 #define alignas(bytes) __attribute__((aligned(bytes)))
 #include TROPICAL_EMU_FRAGMENT
 #undef alignas

@@ -34,7 +34,7 @@ def pytest_sessionstart(session):
     import tropical
     from tropical import _lib
     source = os.path.realpath(SOURCE) + os.sep
-    for what, path in (("the package", tropical.__file__), ("its library", _lib.lib()._name)):
+    for what, path in (("the package", tropical.__file__), ("its library", _lib.path())):
         if os.path.realpath(path).startswith(source):
             raise RuntimeError(f"TROPICAL_TEST_INSTALLED=1 but {what} comes from the source tree: {path}")
 
@@ -43,5 +43,5 @@ def pytest_report_header(config):
     if INSTALLED:
         import tropical
         from tropical import _lib
-        return f"tropical (installed): {os.path.dirname(tropical.__file__)}, library {_lib.lib()._name}"
+        return f"tropical (installed): {os.path.dirname(tropical.__file__)}, library {_lib.path()}"
     return None

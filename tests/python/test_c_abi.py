@@ -150,7 +150,7 @@ def test_warm_rejects_bad_ids_and_compiles_a_cheap_kernel(dll):
 
 def loaded_library():
     """The file of the libtropical this process loaded (the build's, or an installed package's own)."""
-    return os.path.realpath(_lib.lib()._name)
+    return _lib.path()
 
 
 def test_only_tropical_symbols_are_exported():

@@ -60,6 +60,10 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
   const auto complain = [&](const std::string& what) {
     if (++bad <= kShown) warn_file(source, what);
   };
+  const auto drop = [&](const std::string& what) {
+    ++file.dropped_;
+    complain(what);
+  };
   while (!text.empty()) {
     const std::size_t end = std::min(text.find('\n'), text.size());
     const std::string_view line = trim(text.substr(0, end));
@@ -69,15 +73,15 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
     const std::size_t eq = line.find('=');
     const std::string_view key = eq == std::string_view::npos ? line : trim(line.substr(0, eq));
     if (eq == std::string_view::npos || !is_key(key)) {
-      complain("line " + std::to_string(number) + " is not 'key = value'; ignored");
+      drop("line " + std::to_string(number) + " is not 'key = value'; ignored");
       continue;
     }
     const std::string_view value = trim(line.substr(eq + 1));
     // `tropical config` never writes one: a control character in a value is a hand edit gone wrong (or an
     // escape sequence meant for a terminal that echoes it), not a setting.
     if (std::any_of(value.begin(), value.end(), [](char c) { return is_control(c); })) {
-      complain("line " + std::to_string(number) + ": the value of '" + std::string(key) +
-               "' holds control characters; ignored");
+      drop("line " + std::to_string(number) + ": the value of '" + std::string(key) +
+           "' holds control characters; ignored");
       continue;
     }
     if (!is_known_config_key(key)) complain("unknown key '" + std::string(key) + "' kept and ignored");
@@ -146,9 +150,13 @@ std::optional<Failure> ConfigFile::save(const std::filesystem::path& dir) const 
 std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, const std::string& key,
                                           std::optional<std::string> value, std::chrono::milliseconds wait) {
   const std::filesystem::path lock_path = dir / kConfigLockName;
-  // flock needs no write access: read-only, and readable by the group, so that the members of a team
-  // directory (2770) serialise their updates on one lock.
-  Fd lock(::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640));
+  // Read-write where we may (NFS emulates flock by fcntl locks, whose exclusive kind needs a descriptor
+  // open for writing); a team member who cannot write another's lock file locks it read-only, as flock
+  // allows on a local file system. Group read-write (0660 before the umask): one lock for a team directory.
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0660));
+  if (!lock.valid() && errno == EACCES) {
+    lock = Fd(::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  }
   if (!lock.valid()) return Failure{"opening " + lock_path.string(), errno};
   // Polled, not a blocking flock: the wait stays bounded even if a holder is stopped.
   const auto deadline = std::chrono::steady_clock::now() + wait;
@@ -166,6 +174,12 @@ std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, cons
                    "); fix or remove it, then set the value again"};
   }
   ConfigFile file = read.bytes ? parse(*read.bytes, path.string()) : ConfigFile{};
+  if (file.dropped_ > 0) {
+    // Rewriting would delete the lines parse() skipped (warned about above): the user's to fix.
+    return Failure{path.string() + " has " + std::to_string(file.dropped_) +
+                   (file.dropped_ == 1 ? " line" : " lines") +
+                   " that are not settings (see the warnings); fix or remove them, then set the value again"};
+  }
   file.set(key, std::move(value));
   return file.save(dir);  // the lock goes with the descriptor
 }

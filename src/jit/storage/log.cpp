@@ -22,7 +22,7 @@ LogLevel log_level_from_env() noexcept {
 void log_line(LogLevel configured, LogLevel level, std::string_view text) {
   if (level == LogLevel::kOff || static_cast<int>(configured) < static_cast<int>(level)) return;
   std::string line = level == LogLevel::kDebug ? "tropical: debug: " : "tropical: info: ";
-  line += text;
+  line += terminal_safe(text);
   line += '\n';
   // One write per line, so lines of concurrent threads and processes do not interleave.
   const char* p = line.data();
@@ -43,12 +43,21 @@ void warn_once(Problem problem, const std::string& subject, const std::string& l
     std::lock_guard lock(mutex);
     if (!warned.emplace(problem, subject).second) return;
   }
-  std::fputs(line.c_str(), stderr);
+  std::fputs(terminal_safe(line).c_str(), stderr);
 }
 
 std::string printable(std::string_view text) {
   std::string shown(text);
   for (char& c : shown) c = static_cast<char>(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  return shown;
+}
+
+std::string terminal_safe(std::string_view text) {
+  std::string shown(text);
+  for (char& c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) c = '?';
+  }
   return shown;
 }
 

@@ -164,6 +164,19 @@ TEST_F(ConfigFileTest, update_leaves_a_refused_file_as_it_is_and_fails) {
   EXPECT_EQ(conf_value(dir_, "remote"), "redis://127.0.0.1:6379");
 }
 
+// Nor is a file whose lines parse() skips: rewriting it would delete them.
+TEST_F(ConfigFileTest, update_leaves_a_file_with_lines_it_cannot_keep_as_it_is_and_fails) {
+  const std::string text = "max_size = 5M\nnot a setting\nlayers = /opt/a\x1b[2J\n";
+  write(text);
+  ::testing::internal::CaptureStderr();
+  const auto failure = ConfigFile::update(dir_, "remote", "redis://127.0.0.1:6379");
+  (void)::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure->reason().find("2 lines that are not settings"), std::string::npos) << failure->reason();
+  std::ifstream in(dir_ / kConfigFileName);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), text);
+}
+
 // Issue 27, items 1-3: tropical.conf comes in by the same door as the key files.
 TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
   ASSERT_EQ(::mkfifo((dir_ / kConfigFileName).c_str(), 0600), 0);

@@ -60,13 +60,15 @@ class ConfigFile {
   /// Sets (or with nullopt, removes) key in <dir>/tropical.conf as one read-modify-write under an exclusive
   /// flock of <dir>/tropical.conf.lock (waiting at most `wait`), so that concurrent updates of different keys
   /// all survive; returns what failed, if anything (a lock not had in time: EWOULDBLOCK). A file that load()
-  /// refuses (a FIFO, a link, writable by others, ...) is left as it is and the update fails: nothing is lost.
+  /// refuses (a FIFO, a link, writable by others, ...), or that holds lines parse() skips, is left as it is
+  /// and the update fails: nothing is lost.
   static std::optional<Failure> update(const std::filesystem::path& dir, const std::string& key,
                                        std::optional<std::string> value,
                                        std::chrono::milliseconds wait = std::chrono::seconds(10));
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  std::size_t dropped_ = 0;  // lines parse() skipped (not key = value, control characters)
 };
 
 /// The value of key in <primary_dir>/tropical.conf (see ConfigFile::load), or nullopt; for tiers that read

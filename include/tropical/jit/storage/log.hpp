@@ -39,4 +39,9 @@ void warn_once(Problem problem, const std::string& subject, const std::string& l
 /// text with every control character replaced by '?', for quoting a value a user set.
 std::string printable(std::string_view text);
 
+/// text with every control character but the line break and the tab shown as '?': what the library's
+/// warning and log sinks write to stderr, so that no escape sequence, bell or carriage return in a value
+/// from outside (a path, a URL, a server's reply) reaches the terminal, however a line was built.
+std::string terminal_safe(std::string_view text);
+
 }  // namespace tropical::jit

@@ -13,7 +13,7 @@ constexpr std::size_t kMaxIdle = 16;
 }  // namespace
 
 WarningSink stderr_warnings() {
-  return [](const std::string& line) { std::fputs(line.c_str(), stderr); };
+  return [](const std::string& line) { std::fputs(terminal_safe(line).c_str(), stderr); };
 }
 
 RedisClient::RedisClient(ClientOptions options, WarningSink warn)

@@ -266,6 +266,9 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
       const CallResult ttl = call({"PTTL", key});
       if (ttl.status == CallStatus::kOk && ttl.reply.type == RedisReply::Type::kInteger &&
           (ttl.reply.integer == -1 || ttl.reply.integer > options_.lease.count())) {
+        // PEXPIRE ... LT (Redis 7) caps it at our lease atomically (no TTL counts as infinite), so the
+        // fleet's single flight comes back once it ends; an older server answers an error, and it stays.
+        call({"PEXPIRE", key, px, "LT"});
         add(counters_->leases_replaced);
         warn_once("stale lease", "tropical: warning: remote cache " + options_.client.endpoint.url() +
                                      ": a lease without a TTL (or longer than " + px + " ms) on " + key +
@@ -344,11 +347,12 @@ FleetFlight RemoteStore::begin(std::string_view digest_hex) {
       }
       if (failed) return finish(FleetFlight::Role::kAlone);
     } else {
-      // A node that cannot publish takes no lease; it waits only while a writer holds one.
-      const CallResult got = call({"EXISTS", lock_key(digest_hex)});
-      if (got.status != CallStatus::kOk || got.reply.type != RedisReply::Type::kInteger || got.reply.integer == 0) {
-        const bool no_lease = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger;
-        return finish(no_lease && look_again() ? FleetFlight::Role::kHit : FleetFlight::Role::kAlone);
+      // A node that cannot publish takes no lease; it waits only while a writer holds one (a lease with no
+      // TTL, or longer than ours, is no writer's: -2 is no lease, -1 no TTL).
+      const CallResult got = call({"PTTL", lock_key(digest_hex)});
+      const bool answered = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger;
+      if (!answered || got.reply.integer < 0 || got.reply.integer > options_.lease.count()) {
+        return finish(answered && look_again() ? FleetFlight::Role::kHit : FleetFlight::Role::kAlone);
       }
     }
     const auto now = Clock::now();

@@ -305,7 +305,7 @@ class PeakRss {
 // Issue 27, item 10: a value costs one buffer of its size (a 250 MB value cost 807 MB before: hiredis's
 // reader buffer, its reply object, then our copy). A value just under the cap, read whole: one buffer (1.0x
 // measured; 1.5x allowed).
-TEST(RedisClient, a_large_value_costs_at_most_twice_its_size_in_memory) {
+TEST(RedisClient, a_large_value_costs_one_buffer_of_its_size_in_memory) {
   const std::size_t size = std::size_t{60} << 20;
   // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
   std::string answer = "$";

@@ -83,15 +83,35 @@ TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_ignored_without_waiting) 
   EXPECT_EQ(store.stats().lease_waits, 0u);
   EXPECT_NE(warnings.text().find("runs no scripts"), std::string::npos) << warnings.text();
   EXPECT_NE(warnings.text().find("was ignored"), std::string::npos) << warnings.text();
+  // Capped at our lease (PEXPIRE ... LT), so it ends and the fleet's single flight comes back.
+  const long long pttl = server.command({"PTTL", store.lock_key(kDigest)}).integer;
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, store.options().lease.count());
   // A fair lease (a TTL within ours) is still waited on, and the lease itself still works.
   std::string other = kDigest;
   other[0] = 'f';
-  ASSERT_EQ(server.command({"SET", store.lock_key(other), "fair", "PX", "300"}).text, "OK");
-  const auto fair_start = Clock::now();
+  const auto fair_start = Clock::now();  // before the SET: the lease ends 400 ms after it, whatever the load
+  ASSERT_EQ(server.command({"SET", store.lock_key(other), "fair", "PX", "400"}).text, "OK");
   FleetFlight fair = store.begin(other);
-  EXPECT_GE(Clock::now() - fair_start, milliseconds(200)) << "did not wait for a fair lease";
+  EXPECT_GE(Clock::now() - fair_start, milliseconds(350)) << "did not wait for a fair lease";
   EXPECT_EQ(fair.role, FleetFlight::Role::kLeader);
   EXPECT_TRUE(fair.lease.held());
+}
+
+// A node that cannot publish takes no lease and waits only while a writer holds one: a planted lease (no
+// TTL) is no writer's, a fair one is.
+TEST_F(RemoteLeaseTest, a_reader_waits_on_a_fair_lease_and_not_on_one_without_a_ttl) {
+  RemoteOptions o = producer();
+  o.signer = nullptr;  // trusts the key, cannot sign
+  RemoteStore reader(o, warnings_.sink());
+  ASSERT_EQ(server_.command({"SET", reader.lock_key(kDigest), "planted"}).text, "OK");
+  const auto start = Clock::now();
+  EXPECT_EQ(reader.begin(kDigest).role, FleetFlight::Role::kAlone);
+  EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
+  const auto fair_start = Clock::now();
+  ASSERT_EQ(server_.command({"SET", reader.lock_key(digest(1)), "fair", "PX", "400"}).text, "OK");
+  EXPECT_EQ(reader.begin(digest(1)).role, FleetFlight::Role::kAlone);  // no entry came: compiles alone
+  EXPECT_GE(Clock::now() - fair_start, milliseconds(350)) << "did not wait for a fair lease";
 }
 
 TEST_F(RemoteLeaseTest, lease_longer_than_ours_is_replaced_and_a_fair_one_is_not) {
