@@ -76,7 +76,8 @@ template <class S, class T>
 using Pair = gpu_test::Pair<S, T>;
 using Emulated = ::testing::Types<Pair<MaxPlus, float>, Pair<MinPlus, double>, Pair<MaxMul, float>,
                                   Pair<MaxMin, float>, Pair<MinPlus, std::int32_t>, Pair<MaxPlus, std::int16_t>,
-                                  Pair<MinPlus, std::int16_t>, Pair<AndOr, std::uint8_t>>;
+                                  Pair<MinPlus, std::int16_t>, Pair<MaxMul, std::int64_t>, Pair<MinMax, double>,
+                                  Pair<AndOr, std::uint8_t>>;
 TYPED_TEST_SUITE(Products, Emulated);
 
 TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
@@ -108,6 +109,19 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
         void* gemm_args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
         run(kernel_id<S, T, Op::kGemm>(), tier, m, n, 1, gemm_args);
         expect_equal(c, want_plain, "gemm " + what);
+        // The epilogue: C = alpha (x) P (+) beta (x) C, with the flags the library passes for them.
+        std::vector<T> scaled = random_matrix<S, T>(want.size(), rng, extremes);
+        std::vector<T> want_scaled = scaled;
+        const std::vector<T> ab = random_matrix<S, T>(2, rng, false);
+        reference::gemm<S, T>(s.ta, s.tb, m, n, k, ab[0], a.data(), lda, b.data(), ldb, ab[1], want_scaled.data(),
+                              ldc);
+        const detail::Scaling sc = detail::scaling<S, T>(ab[0], ab[1]);
+        T alpha_s = ab[0], beta_s = ab[1];
+        int flags_s = sc.flags;
+        void* pcs = scaled.data();
+        void* scaled_args[] = {&pa, &pb, &pcs, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha_s, &beta_s, &flags_s};
+        run(kernel_id<S, T, Op::kGemm>(), tier, m, n, 1, scaled_args);
+        expect_equal(scaled, want_scaled, "gemm alpha/beta (flags " + std::to_string(flags_s) + ") " + what);
         std::fill(c.begin(), c.end(), T(7));
         std::vector<std::int32_t> arg(want_arg.size(), 7);
         std::int32_t* px = arg.data();
