@@ -246,7 +246,7 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
       counters_->errors.fetch_sub(1, std::memory_order_relaxed);
       warn_once("lease script", "tropical: warning: remote cache " + options_.client.endpoint.url() +
                                     " runs no scripts (" + printable(got.reply.text) +
-                                    "); plain SET NX leases, and a lease without a TTL is ignored, not replaced\n");
+                                    "); plain SET NX leases, a lease without a TTL replaced in two steps\n");
     } else if (got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kInteger) {
       taken = got.reply.integer != 0;
       if (got.reply.integer == 2) {
@@ -261,20 +261,19 @@ Lease RemoteStore::try_lease(std::string_view digest_hex, bool* failed) {
     got = call({"SET", key, token, "NX", "PX", px});
     taken = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kStatus;
     if (!taken && got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kNil) {
-      // Without scripts the lease cannot be replaced atomically: one that never ends (or outlives ours) is
-      // treated as absent, and this node compiles without a lease rather than wait on it.
+      // Without scripts a lease that never ends (or outlives ours) is replaced in two steps: PTTL, then SET
+      // XX. Not atomic: a node that did the same in between makes two compiles of one kernel, never a wait.
       const CallResult ttl = call({"PTTL", key});
       if (ttl.status == CallStatus::kOk && ttl.reply.type == RedisReply::Type::kInteger &&
           (ttl.reply.integer == -1 || ttl.reply.integer > options_.lease.count())) {
-        // PEXPIRE ... LT (Redis 7) caps it at our lease atomically (no TTL counts as infinite), so the
-        // fleet's single flight comes back once it ends; an older server answers an error, and it stays.
-        call({"PEXPIRE", key, px, "LT"});
-        add(counters_->leases_replaced);
-        warn_once("stale lease", "tropical: warning: remote cache " + options_.client.endpoint.url() +
-                                     ": a lease without a TTL (or longer than " + px + " ms) on " + key +
-                                     " was ignored; compiling without a lease\n");
-        if (failed != nullptr) *failed = true;
-        return lease;
+        got = call({"SET", key, token, "XX", "PX", px});
+        taken = got.status == CallStatus::kOk && got.reply.type == RedisReply::Type::kStatus;
+        if (taken) {
+          add(counters_->leases_replaced);
+          warn_once("stale lease", "tropical: warning: remote cache " + options_.client.endpoint.url() +
+                                       ": a lease without a TTL (or longer than " + px + " ms) on " + key +
+                                       " was ignored and replaced\n");
+        }
       }
     }
   }

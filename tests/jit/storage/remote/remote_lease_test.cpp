@@ -60,8 +60,8 @@ TEST_F(RemoteLeaseTest, lease_without_a_ttl_is_ignored_and_replaced) {
 }
 
 // A server (or proxy) that runs no scripts: the lease is a plain SET NX, and a planted one without a TTL is
-// ignored (this node compiles alone at once) instead of stalling it for the wait.
-TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_ignored_without_waiting) {
+// replaced in two steps (PTTL, SET XX) instead of stalling the node for the wait.
+TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_replaced_without_waiting) {
   RedisServer server(false, {"--rename-command", "EVAL", ""});
   ASSERT_TRUE(server.ready()) << server.explain();
   std::optional<SigningKey> key = SigningKey::generate();
@@ -78,15 +78,16 @@ TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_ignored_without_waiting) 
   const auto start = Clock::now();
   FleetFlight flight = store.begin(kDigest);
   EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
-  EXPECT_EQ(flight.role, FleetFlight::Role::kAlone);
+  EXPECT_EQ(flight.role, FleetFlight::Role::kLeader);
+  EXPECT_TRUE(flight.lease.held());
   EXPECT_EQ(store.stats().leases_replaced, 1u);
   EXPECT_EQ(store.stats().lease_waits, 0u);
   EXPECT_NE(warnings.text().find("runs no scripts"), std::string::npos) << warnings.text();
-  EXPECT_NE(warnings.text().find("was ignored"), std::string::npos) << warnings.text();
-  // Capped at our lease (PEXPIRE ... LT), so it ends and the fleet's single flight comes back.
+  EXPECT_NE(warnings.text().find("was ignored and replaced"), std::string::npos) << warnings.text();
   const long long pttl = server.command({"PTTL", store.lock_key(kDigest)}).integer;
   EXPECT_GT(pttl, 0);
   EXPECT_LE(pttl, store.options().lease.count());
+  EXPECT_NE(server.command({"GET", store.lock_key(kDigest)}).text, "planted");
   // A fair lease (a TTL within ours) is still waited on, and the lease itself still works.
   std::string other = kDigest;
   other[0] = 'f';

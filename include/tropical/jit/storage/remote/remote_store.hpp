@@ -35,8 +35,7 @@ struct RemoteStats {
   std::uint64_t lease_waits = 0;            ///< flights that waited for another node's compile
   std::uint64_t lease_wait_ns = 0;          ///< total time of those waits
   std::uint64_t lease_timeouts = 0;         ///< waits that gave up and compiled here
-  std::uint64_t leases_replaced = 0;        ///< leases with no TTL (or one above ours) taken over, or ignored
-                                            ///< where the server runs no scripts
+  std::uint64_t leases_replaced = 0;        ///< leases taken over one with no TTL (or a TTL above ours)
 };
 
 /// How a lookup ended.
