@@ -177,8 +177,9 @@ std::optional<Failure> ConfigFile::update(const std::filesystem::path& dir, cons
   if (file.dropped_ > 0) {
     // Rewriting would delete the lines parse() skipped (warned about above): the user's to fix.
     return Failure{path.string() + " has " + std::to_string(file.dropped_) +
-                   (file.dropped_ == 1 ? " line that is not a setting" : " lines that are not settings") +
-                   " (see the warnings); fix or remove them, then set the value again"};
+                   (file.dropped_ == 1 ? " line that is not a setting (see the warning); fix or remove it"
+                                       : " lines that are not settings (see the warnings); fix or remove them") +
+                   ", then set the value again"};
   }
   file.set(key, std::move(value));
   return file.save(dir);  // the lock goes with the descriptor
