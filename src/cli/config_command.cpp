@@ -1,4 +1,5 @@
 // `tropical config` (the cache's settings file) and the per-tier part of `tropical stats`.
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -41,10 +42,8 @@ bool climbs(std::string_view path) {
 /// Throws UsageError unless value is valid for key.
 void check_value(const std::string& key, const std::string& value) {
   // One line per key in the file: a line break (or any control character) in a value would add settings.
-  for (const char c : value) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      throw UsageError{key + " = '" + jit::printable(value) + "': control characters are not allowed in a value"};
-  }
+  if (std::any_of(value.begin(), value.end(), jit::is_control))
+    throw UsageError{key + " = '" + jit::printable(value) + "': control characters are not allowed in a value"};
   if (key.starts_with("remote")) {
     if (const auto problem = jit::remote::setting_problem(variable_of(key), value))
       throw UsageError{key + " = '" + value + "': " + *problem};

@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/error.hpp"
+#include "tropical/jit/storage/log.hpp"
 
 namespace {
 
@@ -126,15 +127,6 @@ int run(int argc, char** argv) {
   return command->second(static_cast<int>(rest.size() - 1), rest.data());
 }
 
-// text with control characters other than line breaks and tabs (ESC, BEL: terminal commands) shown as '?'.
-std::string terminal_safe(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = '?';
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,16 +135,16 @@ int main(int argc, char** argv) {
     code = run(argc, argv);
   } catch (const UsageError& e) {
     // Messages echo what the command line gave: control characters (ESC, BEL) are not sent to the terminal.
-    std::fprintf(stderr, "tropical: %s\n", terminal_safe(e.message).c_str());
+    std::fprintf(stderr, "tropical: %s\n", tropical::jit::terminal_safe(e.message).c_str());
     code = kExitUsage;
   } catch (const tropical::Unavailable& e) {
-    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
     code = kExitUnavailable;
   } catch (const tropical::InvalidArgument& e) {
-    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
     code = kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
     code = kExitFailed;
   }
   if (!finish_stdout()) {

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator.hpp"
-#include "tropical/catalog_tiers.hpp"
+#include "launch_kernel.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical {
@@ -55,24 +54,16 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, Data d, std::uint6
   std::vector<I16> want(static_cast<std::size_t>(m * ldc), I16(3));
   reference::gemm<S, I16>(Trans::kNo, Trans::kNo, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc);
   const auto id = kernel_id<S, I16, Op::kGemm>();
-  const auto index = static_cast<std::size_t>(id);
-  const std::string name(catalog::kInfo[index].name);
+  const std::string name(catalog::kInfo[static_cast<std::size_t>(id)].name);
   const void* pa = a.data();
   const void* pb = b.data();
   int ta = 0, tb = 0, flags = 0;
   I16 alpha = 0, beta = 0;
   for (const char* tier : {"tuned", "quick"}) {
-    const bool quick = std::string(tier) == "quick";
-    const jit::LaunchShape shape = quick ? catalog::kQuickLaunch[index] : catalog::kTunedLaunch[index];
-    const emulation::Entry entry = emulation::find_kernel(name.c_str(), tier);
-    ASSERT_NE(entry, nullptr) << name << " " << tier;
     std::vector<I16> c(want.size(), I16(3));
     void* pc = c.data();
     void* args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
-    emulation::launch(entry, args,
-                      emulation::Dim3{static_cast<unsigned>((n + shape.tile_n - 1) / shape.tile_n),
-                                      static_cast<unsigned>((m + shape.tile_m - 1) / shape.tile_m), 1},
-                      emulation::Dim3{shape.block_x, shape.block_y, 1});
+    emulation::launch_kernel(id, tier, {m, n, k}, args);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {
       if (c[i] != want[i] && bad++ < 5) {

@@ -12,48 +12,19 @@
 #include <vector>
 
 #include "../gpu/test_data.hpp"
-#include "emulator.hpp"
-#include "tropical/catalog_tiers.hpp"
+#include "launch_kernel.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical {
 namespace {
 
 using emulation::Dim3;
+using emulation::id_of;
+using emulation::launch_kernel;
 using gpu_test::expect_equal;
 using gpu_test::random_matrix;
 
 constexpr const char* kTiers[] = {"tuned", "quick"};
-
-/// The kernel of catalog name `name`.
-catalog::KernelId id_of(std::string_view name) {
-  for (const auto& info : catalog::kInfo) {
-    if (info.name == name) return info.id;
-  }
-  ADD_FAILURE() << name << " is not in the catalog";
-  return catalog::KernelId{};
-}
-
-/// Launches kernel `id`'s fragment of `tier` on one block per tile of C (m x n) and per product of the
-/// batch, as src/launch.cpp does; one-tier kernels take `grid` when given.
-void run(catalog::KernelId id, const char* tier, std::int64_t m, std::int64_t n, std::int64_t batch, void** args,
-         const Dim3* grid = nullptr) {
-  const auto index = static_cast<std::size_t>(id);
-  const std::string name(catalog::kInfo[index].name);
-  const bool quick = std::string(tier) == "quick";
-  const jit::LaunchShape shape = quick ? catalog::kQuickLaunch[index] : catalog::kTunedLaunch[index];
-  const emulation::Entry entry = emulation::find_kernel(name.c_str(), tier);
-  ASSERT_NE(entry, nullptr) << name << " (" << tier << ") is not built for the CPU: add it to tests/emulation/meson.build";
-  const Dim3 tiles{static_cast<unsigned>((n + shape.tile_n - 1) / shape.tile_n),
-                   static_cast<unsigned>((m + shape.tile_m - 1) / shape.tile_m),
-                   static_cast<unsigned>(std::min<std::int64_t>(batch, 65535))};
-  emulation::launch(entry, args, grid != nullptr ? *grid : tiles, Dim3{shape.block_x, shape.block_y, 1});
-}
-
-/// Whether kernel `id` has a quick tier built here.
-bool has_quick(catalog::KernelId id) {
-  return emulation::find_kernel(std::string(catalog::kInfo[static_cast<std::size_t>(id)].name).c_str(), "quick");
-}
 
 struct Shape {
   std::int64_t m, n, k;
@@ -107,7 +78,7 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
         std::vector<T> c(want.size(), T(7));
         void* pc = c.data();
         void* gemm_args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
-        run(kernel_id<S, T, Op::kGemm>(), tier, m, n, 1, gemm_args);
+        launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, gemm_args);
         expect_equal(c, want_plain, "gemm " + what);
         // The epilogue: C = alpha (x) P (+) beta (x) C, with the flags the library passes for them.
         std::vector<T> scaled = random_matrix<S, T>(want.size(), rng, extremes);
@@ -120,13 +91,13 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
         int flags_s = sc.flags;
         void* pcs = scaled.data();
         void* scaled_args[] = {&pa, &pb, &pcs, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha_s, &beta_s, &flags_s};
-        run(kernel_id<S, T, Op::kGemm>(), tier, m, n, 1, scaled_args);
+        launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, scaled_args);
         expect_equal(scaled, want_scaled, "gemm alpha/beta (flags " + std::to_string(flags_s) + ") " + what);
         std::fill(c.begin(), c.end(), T(7));
         std::vector<std::int32_t> arg(want_arg.size(), 7);
         std::int32_t* px = arg.data();
         void* argmax_args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-        run(kernel_id<S, T, Op::kGemmArgmax>(), tier, m, n, 1, argmax_args);
+        launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, argmax_args);
         expect_equal(c, want, "gemm_argmax C " + what);
         expect_equal(arg, want_arg, "gemm_argmax argmax " + what);
       }
@@ -159,7 +130,7 @@ TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
         void* pc = c.data();
         std::int32_t* px = arg.data();
         void* args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
-        run(id_of(name), tier, m, n, batch, args);
+        launch_kernel(id_of(name), tier, {m, n, k, batch}, args);
         const std::string what = std::string(name) + " " + tier + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                  std::to_string(k);
         expect_equal(c, want, what + " C");
@@ -198,7 +169,7 @@ TEST(Backward, both_passes_are_the_reference) {
     const void* pb = b.data();
     void* pga = got_a.data();
     void* args_a[] = {&pg, &px, &pb, &pga, &m, &n, &k, &ldg, &ldx, &ldb, &lda, &ta, &tb};
-    run(id_of("tropical_backward_a_maxplus_f32"), "tuned", m, n, 1, args_a);
+    launch_kernel(id_of("tropical_backward_a_maxplus_f32"), "tuned", {m, n, k}, args_a);
     expect_equal(got_a, want_a, "backward_a");
     // backward_b's grid (src/gemm.cpp): x over row blocks of dC, y over strips of columns.
     const auto b_id = id_of("tropical_backward_b_maxplus_f32");
@@ -208,7 +179,7 @@ TEST(Backward, both_passes_are_the_reference) {
     const void* pa = a.data();
     void* pgb = got_b.data();
     void* args_b[] = {&pg, &px, &pa, &pgb, &m, &n, &k, &ldg, &ldx, &lda, &ldb, &ta, &tb};
-    run(b_id, "tuned", m, n, 1, args_b, &grid);
+    launch_kernel(b_id, "tuned", {m, n, k}, args_b, &grid);
     expect_equal(got_b, want_b, "backward_b");
   }
 }
@@ -245,7 +216,7 @@ TEST(Counting, both_tiers_are_the_reference) {
         void *pcv = cv.data(), *pcc = cc.data();
         void* args[] = {&pav, &pac, &pbv, &pbc, &pcv, &pcc, &m,    &n,    &k,    &lda,  &lda, &ldb,
                         &ldb, &ldc, &ldc, &ta,  &tb,  &zero, &zero, &zero, &zero, &zero, &zero, &batch};
-        run(id_of("tropical_gemm_counting_f32"), tier, m, n, 1, args);
+        launch_kernel(id_of("tropical_gemm_counting_f32"), tier, {m, n, k}, args);
         const std::string what = std::string(tier) + (tied ? " tied " : " spread ") + std::to_string(m) + "x" +
                                  std::to_string(n) + "x" + std::to_string(k);
         expect_equal(cv, want_v, "counting values " + what);
@@ -260,7 +231,7 @@ TEST(Emulation, every_product_kernel_built_here_has_both_tiers) {
     const std::string name(info.name);
     if (emulation::find_kernel(name.c_str(), "tuned") == nullptr) continue;
     const bool two_tiers = !catalog::kQuickKernels[static_cast<std::size_t>(info.id)].source.empty();
-    EXPECT_EQ(has_quick(info.id), two_tiers) << name;
+    EXPECT_EQ(emulation::entry_of(info.id, "quick") != nullptr, two_tiers) << name;
   }
 }
 

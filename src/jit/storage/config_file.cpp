@@ -30,8 +30,6 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
-
 bool is_key(std::string_view key) {
   return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
@@ -79,7 +77,7 @@ ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
     const std::string_view value = trim(line.substr(eq + 1));
     // `tropical config` never writes one: a control character in a value is a hand edit gone wrong (or an
     // escape sequence meant for a terminal that echoes it), not a setting.
-    if (std::any_of(value.begin(), value.end(), [](char c) { return is_control(c); })) {
+    if (std::any_of(value.begin(), value.end(), is_control)) {
       drop("line " + std::to_string(number) + ": the value of '" + std::string(key) +
            "' holds control characters; ignored");
       continue;

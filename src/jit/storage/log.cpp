@@ -46,19 +46,28 @@ void warn_once(Problem problem, const std::string& subject, const std::string& l
   std::fputs(terminal_safe(line).c_str(), stderr);
 }
 
-std::string printable(std::string_view text) {
+bool is_control(char c) noexcept { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+namespace {
+
+// text with every control character for which keep(c) is false shown as '?'.
+template <class Keep>
+std::string replace_controls(std::string_view text, Keep keep) {
   std::string shown(text);
-  for (char& c : shown) c = static_cast<char>(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  for (char& c : shown) {
+    if (is_control(c) && !keep(c)) c = '?';
+  }
   return shown;
 }
 
+}  // namespace
+
+std::string printable(std::string_view text) {
+  return replace_controls(text, [](char) { return false; });
+}
+
 std::string terminal_safe(std::string_view text) {
-  std::string shown(text);
-  for (char& c : shown) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) c = '?';
-  }
-  return shown;
+  return replace_controls(text, [](char c) { return c == '\n' || c == '\t'; });
 }
 
 }  // namespace tropical::jit

@@ -36,6 +36,9 @@ enum class Problem {
 /// this process: a problem keeps quiet after its first warning but never hides a different one. Thread-safe.
 void warn_once(Problem problem, const std::string& subject, const std::string& line);
 
+/// Whether c is a control character (below 0x20, or DEL).
+bool is_control(char c) noexcept;
+
 /// text with every control character replaced by '?', for quoting a value a user set.
 std::string printable(std::string_view text);
 

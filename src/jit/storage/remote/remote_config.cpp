@@ -184,8 +184,7 @@ std::optional<RemoteOptions> remote_options(const SettingLookup& get, std::uint3
 
 std::optional<std::string> setting_problem(std::string_view name, std::string_view value) {
   // A value is one line of tropical.conf: a line break in it would set another key (remote_unsigned = 1).
-  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
-  if (std::any_of(value.begin(), value.end(), control))
+  if (std::any_of(value.begin(), value.end(), is_control))
     return "control characters are not allowed in a value";
   if (name == "TROPICAL_REMOTE_CACHE") {
     std::string error;

@@ -2,6 +2,9 @@
 // longer than ours, is ignored and replaced; the waits of one process are bounded in total, not per kernel.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "redis_server.hpp"
 #include "tropical/jit/storage/remote/remote_store.hpp"
 #include "warnings.hpp"
@@ -17,6 +20,8 @@ const std::string kDigest = "0123456789abcdef0123456789abcdef0123456789abcdef012
 
 class RemoteLeaseTest : public ::testing::Test {
  protected:
+  /// A real redis-server, with `extra` configuration arguments.
+  explicit RemoteLeaseTest(const std::vector<std::string>& extra = {}) : server_(false, extra) {}
   void SetUp() override {
     ASSERT_TRUE(server_.ready()) << server_.explain();
     ASSERT_TRUE(key_);
@@ -59,22 +64,17 @@ TEST_F(RemoteLeaseTest, lease_without_a_ttl_is_ignored_and_replaced) {
   EXPECT_EQ(server_.command({"EXISTS", store.lock_key(kDigest)}).integer, 0);
 }
 
-// A server (or proxy) that runs no scripts: the lease is a plain SET NX, and a planted one without a TTL is
-// replaced in two steps (PTTL, SET XX) instead of stalling the node for the wait.
-TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_replaced_without_waiting) {
-  RedisServer server(false, {"--rename-command", "EVAL", ""});
-  ASSERT_TRUE(server.ready()) << server.explain();
-  std::optional<SigningKey> key = SigningKey::generate();
-  ASSERT_TRUE(key);
-  RemoteOptions o;
-  o.client.endpoint = server.endpoint();
-  o.format = 2;
-  o.signer = std::make_shared<const SigningKey>(*key);
-  o.trusted.add(key->public_key());
-  o.wait = milliseconds(2000);
-  Warnings warnings;
-  RemoteStore store(o, warnings.sink());
-  ASSERT_EQ(server.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
+// A server (or proxy) that runs no scripts.
+class RemoteLeaseWithoutScripts : public RemoteLeaseTest {
+ protected:
+  RemoteLeaseWithoutScripts() : RemoteLeaseTest({"--rename-command", "EVAL", ""}) {}
+};
+
+// The lease is a plain SET NX there, and a planted one without a TTL is replaced in two steps (PTTL, SET
+// XX) instead of stalling the node for the wait.
+TEST_F(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_replaced_without_waiting) {
+  RemoteStore store(producer(), warnings_.sink());
+  ASSERT_EQ(server_.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
   const auto start = Clock::now();
   FleetFlight flight = store.begin(kDigest);
   EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
@@ -82,17 +82,17 @@ TEST(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_replaced_without_waiting)
   EXPECT_TRUE(flight.lease.held());
   EXPECT_EQ(store.stats().leases_replaced, 1u);
   EXPECT_EQ(store.stats().lease_waits, 0u);
-  EXPECT_NE(warnings.text().find("runs no scripts"), std::string::npos) << warnings.text();
-  EXPECT_NE(warnings.text().find("was ignored and replaced"), std::string::npos) << warnings.text();
-  const long long pttl = server.command({"PTTL", store.lock_key(kDigest)}).integer;
+  EXPECT_NE(warnings_.text().find("runs no scripts"), std::string::npos) << warnings_.text();
+  EXPECT_NE(warnings_.text().find("was ignored and replaced"), std::string::npos) << warnings_.text();
+  const long long pttl = server_.command({"PTTL", store.lock_key(kDigest)}).integer;
   EXPECT_GT(pttl, 0);
   EXPECT_LE(pttl, store.options().lease.count());
-  EXPECT_NE(server.command({"GET", store.lock_key(kDigest)}).text, "planted");
+  EXPECT_NE(server_.command({"GET", store.lock_key(kDigest)}).text, "planted");
   // A fair lease (a TTL within ours) is still waited on, and the lease itself still works.
   std::string other = kDigest;
   other[0] = 'f';
   const auto fair_start = Clock::now();  // before the SET: the lease ends 400 ms after it, whatever the load
-  ASSERT_EQ(server.command({"SET", store.lock_key(other), "fair", "PX", "400"}).text, "OK");
+  ASSERT_EQ(server_.command({"SET", store.lock_key(other), "fair", "PX", "400"}).text, "OK");
   FleetFlight fair = store.begin(other);
   EXPECT_GE(Clock::now() - fair_start, milliseconds(350)) << "did not wait for a fair lease";
   EXPECT_EQ(fair.role, FleetFlight::Role::kLeader);
