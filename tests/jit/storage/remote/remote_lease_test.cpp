@@ -35,6 +35,22 @@ class RemoteLeaseTest : public ::testing::Test {
     o.wait = milliseconds(2000);
     return o;
   }
+  /// Plants a lease without a TTL on kDigest, then checks that store's flight replaces it at once, leads,
+  /// and holds a lease of ours (our TTL); returns the flight.
+  FleetFlight expect_planted_lease_replaced(RemoteStore& store) {
+    EXPECT_EQ(server_.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
+    const auto start = Clock::now();
+    FleetFlight flight = store.begin(kDigest);
+    EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
+    EXPECT_EQ(flight.role, FleetFlight::Role::kLeader);
+    EXPECT_TRUE(flight.lease.held());
+    const long long pttl = server_.command({"PTTL", store.lock_key(kDigest)}).integer;
+    EXPECT_GT(pttl, 0);
+    EXPECT_LE(pttl, store.options().lease.count());
+    EXPECT_EQ(store.stats().leases_replaced, 1u);
+    EXPECT_EQ(store.stats().lease_waits, 0u);
+    return flight;
+  }
   static std::string digest(int i) {
     std::string d = kDigest;
     d[0] = static_cast<char>('a' + i);
@@ -48,16 +64,7 @@ class RemoteLeaseTest : public ::testing::Test {
 
 TEST_F(RemoteLeaseTest, lease_without_a_ttl_is_ignored_and_replaced) {
   RemoteStore store(producer(), warnings_.sink());
-  ASSERT_EQ(server_.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
-  const auto start = Clock::now();
-  FleetFlight flight = store.begin(kDigest);
-  EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
-  EXPECT_EQ(flight.role, FleetFlight::Role::kLeader);
-  const long long pttl = server_.command({"PTTL", store.lock_key(kDigest)}).integer;
-  EXPECT_GT(pttl, 0);
-  EXPECT_LE(pttl, store.options().lease.count());
-  EXPECT_EQ(store.stats().leases_replaced, 1u);
-  EXPECT_EQ(store.stats().lease_waits, 0u);
+  FleetFlight flight = expect_planted_lease_replaced(store);
   ASSERT_EQ(warnings_.count(), 1u) << warnings_.text();
   EXPECT_NE(warnings_.text().find("without a TTL"), std::string::npos) << warnings_.text();
   flight.lease.release();
@@ -74,19 +81,9 @@ class RemoteLeaseWithoutScripts : public RemoteLeaseTest {
 // XX) instead of stalling the node for the wait.
 TEST_F(RemoteLeaseWithoutScripts, lease_without_a_ttl_is_replaced_without_waiting) {
   RemoteStore store(producer(), warnings_.sink());
-  ASSERT_EQ(server_.command({"SET", store.lock_key(kDigest), "planted"}).text, "OK");  // no expiry
-  const auto start = Clock::now();
-  FleetFlight flight = store.begin(kDigest);
-  EXPECT_LT(Clock::now() - start, milliseconds(500)) << "waited on a lease that never ends";
-  EXPECT_EQ(flight.role, FleetFlight::Role::kLeader);
-  EXPECT_TRUE(flight.lease.held());
-  EXPECT_EQ(store.stats().leases_replaced, 1u);
-  EXPECT_EQ(store.stats().lease_waits, 0u);
+  const FleetFlight flight = expect_planted_lease_replaced(store);
   EXPECT_NE(warnings_.text().find("runs no scripts"), std::string::npos) << warnings_.text();
   EXPECT_NE(warnings_.text().find("was ignored and replaced"), std::string::npos) << warnings_.text();
-  const long long pttl = server_.command({"PTTL", store.lock_key(kDigest)}).integer;
-  EXPECT_GT(pttl, 0);
-  EXPECT_LE(pttl, store.options().lease.count());
   EXPECT_NE(server_.command({"GET", store.lock_key(kDigest)}).text, "planted");
   // A fair lease (a TTL within ours) is still waited on, and the lease itself still works.
   std::string other = kDigest;
