@@ -333,6 +333,22 @@ SMALL_TILES = {
     },
 }
 
+# The argmax's final rescan (templates/argmax.cuh.j2) unrolls its walk over the
+# k-steps of a chunk this many times (each step loads two operands of every
+# element of the thread).
+ARGMAX_RESCAN_UNROLL = 1
+ARGMAX_RESCAN_INTERLEAVED = ()
+
+
+def argmax_rescan(kernel, tile_k, chunk):
+    """How the argmax's rescan walks a winning chunk (templates/argmax.cuh.j2):
+    'serial' (one element after another, out of line, stopping at the first
+    match), 'unrolled' (one element's chunk loaded at once) or 'interleaved'
+    (one k-step of every element of the thread at once)."""
+    if (kernel.op, kernel.type) in ARGMAX_RESCAN_INTERLEAVED:
+        return "interleaved"
+    return "serial" if chunk == tile_k else "unrolled"
+
 # Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes, so a
 # warp's shared-memory reads are 8 distinct 16-byte vectors of B (128 bytes,
 # one wavefront) and 4 broadcast vectors of A.
@@ -374,7 +390,8 @@ def launch(kernel):
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
-            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M}
+            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M, "a_pairs": i16_a_pairs(kernel),
+            "rescan_unroll": ARGMAX_RESCAN_UNROLL, "rescan": argmax_rescan(kernel, tile_k, chunk)}
 
 
 # ---------------------------------------------------------------- tiers
@@ -525,7 +542,20 @@ def quick_launch(kernel):
 # once per k-tile, costs little against the tile's DPX steps; the argmax keeps the
 # i32 argmax's shape with 4-short (8-byte) vectors, so that a 4 x 4 thread tile
 # stays whole vectors. Quick tiles: the i32 ones.
-GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 32, 8, 8, 2)
+GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 16, 8, 8, 2)
+# The int16 DPX products stage A's elements in shared memory as words holding
+# each element in both halves (templates/gemm_tile.cuh.j2, store_pairs), so a
+# k-step is the DPX instructions and the shared-memory loads alone, with no
+# byte permute per element of A.
+I16_A_PAIRS_OPS = (Op.GEMM, Op.GEMM_BATCHED)
+
+
+def i16_a_pairs(kernel):
+    """True for the int16 (+)-plus products that stage A as pairs (the DPX path)."""
+    return (kernel.type == Type.I16 and SEMIRING_MUL[kernel.semiring] == "add"
+            and kernel.op in I16_A_PAIRS_OPS)
+
+
 GEMM_TILES[Op.GEMM_BATCHED][Type.I16] = Tile(64, 64, 32, 4, 4, 4, 8)
 GEMM_TILES[Op.GEMM_ARGMAX][Type.I16] = Tile(64, 64, 16, 4, 4, 2, 8)
 QUICK_TILES[Op.GEMM][Type.I16] = (32, 32, 16, 2, 2, 1)

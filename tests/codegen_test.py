@@ -207,7 +207,7 @@ class CodegenTest(unittest.TestCase):
         # the quick tier and the argmax use the saturating element product.
         for op, add in ((O.GEMM, "max"), (O.GEMM_BATCHED, "max")):
             text = fragment(spec.kernel_name(op, S.MAXPLUS, T.I16))
-            self.assertIn(f"__viadd{add}_s16x2(a2, wb[j], acc2[i][j])", text)
+            self.assertIn(f"__viadd{add}_s16x2(wa[i], wb[j], acc2[i][j])", text)
             self.assertIn(f"__viadd{add}_s32(a32, b32[j], acc32[i][j])", text)
             self.assertIn("typedef short value_t;", text)
         self.assertIn("__viaddmin_s16x2", fragment("tropical_gemm_minplus_i16"))
