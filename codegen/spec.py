@@ -280,9 +280,12 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # chunk (argmax only, default tile_k): the k-steps reduced between two
 # compares with the running winner, hence also the products the final rescan
 # of each element recomputes. label, if set, names the variant (default
-# "<tile_m>x<tile_n>"), for two tilings of the same C tile.
-Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label",
-                              defaults=(None, None, None))
+# "<tile_m>x<tile_n>"), for two tilings of the same C tile. ring (default 2:
+# double buffering): the k-tiles shared memory holds; an argmax whose whole k
+# fits (k <= ring x tile_k) rescans its winners from there, not from global
+# memory (templates/argmax.cuh.j2).
+Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring",
+                              defaults=(None, None, None, None))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries a running chunk maximum and an index.
@@ -321,33 +324,33 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # blocks per SM spills, 5.6 and 3.9 T; k steps of 32, 8.8 T). The batched
 # argmax tiles compare every 4 k-steps (chunk 4): the rescan of each element
 # then recomputes 4 products, not 16 (64^3: 1.4 -> 3.8 T; chunk 8: 3.0 T).
+# The f32 ones keep four k-tiles in shared memory (ring=4), so products with
+# k <= 64 rescan from there instead of global memory (H100: 64^3 3.73 ->
+# 4.54 T, 32^3 2.22 -> 3.77 T, 16^3 1.40 -> 2.33 T; chunk 8 or 16 then lost,
+# 3.6 / 2.2 T at 64^3, as did 4 x 2 thread tiles, 4.1 T, and fewer blocks
+# looping over more products, 4.1-4.4 T).
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 4), Tile(32, 32, 16, 4, 4, 8, None, 4),
-                   Tile(64, 64, 16, 4, 4, 2, None, 4)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 4, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 4, ring=4),
+                   Tile(64, 64, 16, 4, 4, 2, None, 4, ring=4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
 
-# The argmax's final rescan (templates/argmax.cuh.j2) unrolls its walk over the
-# k-steps of a chunk this many times (each step loads two operands of every
-# element of the thread).
-ARGMAX_RESCAN_UNROLL = 1
-ARGMAX_RESCAN_INTERLEAVED = ()
-
-
-def argmax_rescan(kernel, tile_k, chunk):
-    """How the argmax's rescan walks a winning chunk (templates/argmax.cuh.j2):
-    'serial' (one element after another, out of line, stopping at the first
-    match), 'unrolled' (one element's chunk loaded at once) or 'interleaved'
-    (one k-step of every element of the thread at once)."""
-    if (kernel.op, kernel.type) in ARGMAX_RESCAN_INTERLEAVED:
-        return "interleaved"
-    return "serial" if chunk == tile_k else "unrolled"
+def argmax_rescan(tile_k, chunk, ring):
+    """How the argmax's rescan of global memory walks a winning chunk
+    (templates/argmax.cuh.j2): 'serial' (out of line, stopping at the first
+    match: chunks of a whole k-tile) or 'unrolled' (the chunk's loads all at
+    once: short chunks). Kernels whose k-tiles stay resident (ring > 2) rescan
+    from shared memory where k fits, so their global rescan, for larger k, is
+    the serial one, which adds no registers to the kernel. Measured on the
+    H100 (bench/RESULTS.md, issue 25): a rescan taking one k-step of every
+    element at a time, or walking pointers by a uniform step, lost to these."""
+    return "serial" if chunk == tile_k or ring > 2 else "unrolled"
 
 # Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes, so a
 # warp's shared-memory reads are 8 distinct 16-byte vectors of B (128 bytes,
@@ -374,8 +377,10 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _ = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring = tile
     chunk = chunk or tile_k
+    ring = ring or 2
+    assert ring & (ring - 1) == 0, kernel.name
     assert tile_k % chunk == 0, kernel.name
     vec = (vec_bytes or TYPE_VEC_BYTES[kernel.type]) // TYPE_BYTES[kernel.type]
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
@@ -391,7 +396,7 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M, "a_pairs": i16_a_pairs(kernel),
-            "rescan_unroll": ARGMAX_RESCAN_UNROLL, "rescan": argmax_rescan(kernel, tile_k, chunk)}
+            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring}
 
 
 # ---------------------------------------------------------------- tiers
@@ -538,8 +543,10 @@ def quick_launch(kernel):
 
 # ---------------------------------------------------------------- issue 26
 # int16 tiles. The plain products (MaxPlus, MinPlus: templates/gemm_tile_i16x2.cuh.j2)
-# walk k in steps of 32 so that packing the accumulators into 16x2 words and back,
-# once per k-tile, costs little against the tile's DPX steps; the argmax keeps the
+# keep their accumulators packed in 16x2 words across k-tiles and stage A as pairs
+# (I16_A_PAIRS_OPS), whose shared tile is twice as large: the gemm walks k in steps
+# of 16 to stay within 48 KB (H100, 8192^3 on values in +-2^13: 18.96 -> 23.19 T;
+# packed accumulators alone, k-steps of 32: 20.86 T); the argmax keeps the
 # i32 argmax's shape with 4-short (8-byte) vectors, so that a 4 x 4 thread tile
 # stays whole vectors. Quick tiles: the i32 ones.
 GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 16, 8, 8, 2)

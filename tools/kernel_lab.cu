@@ -10,7 +10,8 @@
 // type: f32 | i16; data: rand (f32 in [-1000, 1000), i16 in [-2^13, 2^13)) or
 // full (i16 over its whole range). Prints one line: median and spread of 15
 // timed launches (events), T MAC/s, and an FNV-1a hash of C (and the argmax).
-// Fragments come from `codegen/generate.py --fragments DIR`.
+// Fragments come from `codegen/generate.py --fragments DIR`. LAB_GRID_Z caps
+// the batched kernels' grid z (the library launches min(batch, 65535)).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -126,7 +127,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const unsigned gx = (unsigned)((n + tile_n - 1) / tile_n), gy = (unsigned)((m + tile_m - 1) / tile_m);
-  const unsigned gz = batched ? (unsigned)std::min<long long>(batch, 65535) : 1;
+  // LAB_GRID_Z: fewer blocks along the batch, each looping over several products.
+  const long long gz_cap = std::getenv("LAB_GRID_Z") ? std::atoll(std::getenv("LAB_GRID_Z")) : 65535;
+  const unsigned gz = batched ? (unsigned)std::min<long long>(batch, gz_cap) : 1;
   auto launch = [&] {
     CHECK_CU(cuLaunchKernel(fn, gx, gy, gz, block_x, block_y, 1, 0, nullptr, args.data(), nullptr));
   };

@@ -105,12 +105,16 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
   }
 }
 
-// The batched argmax of the tensor-network shapes (issue 25) on its default tile and the small ones.
+// The batched argmax of the tensor-network shapes (issue 25) on its default tile and the small ones. The
+// small tiles keep every k-tile in shared memory and rescan from there where k <= 64 (64^3, 16^3, and 50 x 40
+// x 50: a partial last k-tile, rows and columns short of the tile), from global memory beyond (37 x 29 x 70).
 TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
   std::mt19937_64 rng(25);
   for (const char* name : {"tropical_gemm_batched_argmax_maxplus_f32", "tropical_gemm_batched_argmax_maxplus_f32_64x64",
+                           "tropical_gemm_batched_argmax_maxplus_f32_32x32",
                            "tropical_gemm_batched_argmax_maxplus_f32_16x16"}) {
     for (const Shape& s : {Shape{64, 64, 64, Trans::kNo, Trans::kNo, 0}, Shape{16, 16, 16, Trans::kNo, Trans::kYes, 0},
+                           Shape{50, 40, 50, Trans::kYes, Trans::kYes, 1},
                            Shape{37, 29, 70, Trans::kYes, Trans::kNo, 2}}) {
       long long m = s.m, n = s.n, k = s.k, batch = 5;
       long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n, ldx = n;
