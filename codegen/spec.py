@@ -396,7 +396,8 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M, "a_pairs": i16_a_pairs(kernel),
-            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring}
+            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring,
+            "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring)}
 
 
 # ---------------------------------------------------------------- tiers
@@ -549,12 +550,27 @@ def quick_launch(kernel):
 # packed accumulators alone, k-steps of 32: 20.86 T); the argmax keeps the
 # i32 argmax's shape with 4-short (8-byte) vectors, so that a 4 x 4 thread tile
 # stays whole vectors. Quick tiles: the i32 ones.
-GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 16, 8, 8, 2)
+GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 32, 8, 8, 2)
 # The int16 DPX products stage A's elements in shared memory as words holding
 # each element in both halves (templates/gemm_tile.cuh.j2, store_pairs), so a
 # k-step is the DPX instructions and the shared-memory loads alone, with no
 # byte permute per element of A.
 I16_A_PAIRS_OPS = (Op.GEMM, Op.GEMM_BATCHED)
+
+
+# Static shared memory a block may declare (CUDA's limit without the opt-in to more).
+STATIC_SMEM_BYTES = 48 * 1024
+
+
+def shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring):
+    """Elements of padding at the end of each shared-memory row of a tile (a
+    vector's worth, against bank conflicts), or none where the padded tiles
+    would not fit the static limit: the int16 DPX gemm, whose A as pairs at
+    k-tiles of 32 fills exactly 48 KB unpadded."""
+    if not i16_a_pairs(kernel):
+        return vec
+    padded = ring * tile_k * ((tile_m + 4) * 4 + (tile_n + vec) * TYPE_BYTES[kernel.type])
+    return vec if padded <= STATIC_SMEM_BYTES else 0
 
 
 def i16_a_pairs(kernel):
