@@ -121,6 +121,22 @@ std::optional<CounterValues> StatsFile::read() {
 
 bool StatsFile::zero() { return update(Update::kZero, nullptr, nullptr); }
 
+// The lock is advisory: a truncation by someone who does not take it can come
+// between update()'s read and its write, which would then extend the file
+// again (a hole where the header was, the counters after it). Checked after
+// the write: a file that no longer reads as ours is left as the truncation
+// made it, that is, cut back to empty if its header is the hole we made.
+bool StatsFile::still_whole() {
+  Record record{};
+  if (read_at(fd_.get(), record.data(), record.size(), 0) == 0 && decode(record)) return true;
+  struct stat st {};
+  const bool hole = ::fstat(fd_.get(), &st) == 0 && st.st_size == static_cast<off_t>(kRecordSize) &&
+                    read_at(fd_.get(), record.data(), kHeaderSize, 0) == 0 &&
+                    std::all_of(record.begin(), record.begin() + kHeaderSize, [](unsigned char b) { return b == 0; });
+  if (hole) (void)::ftruncate(fd_.get(), 0);
+  return false;
+}
+
 bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* out) {
   if (!fd_.valid()) return false;
   // Replaced by someone: count into the file that has the name now, if it is
@@ -176,6 +192,10 @@ bool StatsFile::update(Update how, const CounterValues* deltas, CounterValues* o
           write_all_at(fd_.get(), updated.data() + kHeaderSize, kRecordSize - kHeaderSize, kHeaderSize);
       done = error == 0;
       if (!done) failure_ = Failure{"writing the statistics file", error};
+      if (done && !still_whole()) {
+        done = false;
+        failure_ = Failure{"the statistics file was truncated or overwritten", 0};
+      }
     }
   }
   boost::interprocess::ipcdetail::release_file_lock(fd_.get());

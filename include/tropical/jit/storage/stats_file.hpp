@@ -84,6 +84,10 @@ class StatsFile {
  private:
   enum class Update { kAdd, kRead, kZero };
   bool update(Update how, const CounterValues* deltas, CounterValues* out);
+  /// After a write under the lock: true if the file still reads as ours; else
+  /// it was truncated or overwritten meanwhile, and an extension that our write
+  /// made past a truncation is cut back (the file is left empty, as truncated).
+  bool still_whole();
   std::optional<Failure> open_existing();
   void close_file() noexcept;
 
