@@ -395,7 +395,7 @@ def launch(kernel):
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
-            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M, "a_pairs": i16_a_pairs(kernel),
+            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M,
             "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring,
             "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring)}
 
@@ -545,19 +545,13 @@ def quick_launch(kernel):
 # ---------------------------------------------------------------- issue 26
 # int16 tiles. The plain products (MaxPlus, MinPlus: templates/gemm_tile_i16x2.cuh.j2)
 # keep their accumulators packed in 16x2 words across k-tiles and stage A as pairs
-# (I16_A_PAIRS_OPS), whose shared tile is twice as large: the gemm walks k in steps
-# of 16 to stay within 48 KB (H100, 8192^3 on values in +-2^13: 18.96 -> 23.19 T;
-# packed accumulators alone, k-steps of 32: 20.86 T); the argmax keeps the
+# (each element as a word holding it in both halves), whose shared tile is twice
+# as large: the gemm's k-tiles of 32 fill 48 KB with unpadded rows (shared_row_pad;
+# H100, 8192^3 on values in +-2^13: 18.94 -> 24.03 T; packed accumulators alone,
+# 20.86 T; pairs at padded k-tiles of 16, 23.16 T); the argmax keeps the
 # i32 argmax's shape with 4-short (8-byte) vectors, so that a 4 x 4 thread tile
 # stays whole vectors. Quick tiles: the i32 ones.
 GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 32, 8, 8, 2)
-# The int16 DPX products stage A's elements in shared memory as words holding
-# each element in both halves (templates/gemm_tile.cuh.j2, store_pairs), so a
-# k-step is the DPX instructions and the shared-memory loads alone, with no
-# byte permute per element of A.
-I16_A_PAIRS_OPS = (Op.GEMM, Op.GEMM_BATCHED)
-
-
 # Static shared memory a block may declare (CUDA's limit without the opt-in to more).
 STATIC_SMEM_BYTES = 48 * 1024
 
@@ -574,9 +568,10 @@ def shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring):
 
 
 def i16_a_pairs(kernel):
-    """True for the int16 (+)-plus products that stage A as pairs (the DPX path)."""
+    """True for the int16 (+)-plus products on the DPX path, which stage A as pairs
+    (templates/gemm_tile.cuh.j2: two_paths on int16, i.e. gemm and gemm_batched)."""
     return (kernel.type == Type.I16 and SEMIRING_MUL[kernel.semiring] == "add"
-            and kernel.op in I16_A_PAIRS_OPS)
+            and kernel.op in (Op.GEMM, Op.GEMM_BATCHED))
 
 
 GEMM_TILES[Op.GEMM_BATCHED][Type.I16] = Tile(64, 64, 32, 4, 4, 4, 8)
