@@ -284,8 +284,8 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # double buffering): the k-tiles shared memory holds; an argmax whose whole k
 # fits (k <= ring x tile_k) rescans its winners from there, not from global
 # memory (templates/argmax.cuh.j2).
-Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring",
-                              defaults=(None, None, None, None))
+Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
+                              "won_shared", defaults=(None, None, None, None, False))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries a running chunk maximum and an index.
@@ -298,7 +298,7 @@ GEMM_TILES = {
         Type.U8: Tile(128, 128, 16, 8, 8, 2),
     },
     Op.GEMM_ARGMAX: {
-        Type.F32: Tile(64, 64, 16, 4, 4, 2),
+        Type.F32: Tile(64, 64, 16, 8, 4, 4, won_shared=True),
         Type.I32: Tile(64, 64, 16, 4, 4, 2),
         Type.F64: Tile(64, 64, 8, 4, 4, 2),
         Type.I64: Tile(64, 64, 8, 4, 4, 2),
@@ -335,8 +335,8 @@ SMALL_TILES = {
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 4, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 4, ring=4),
-                   Tile(64, 64, 16, 4, 4, 2, None, 4, ring=4)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 2, ring=4),
+                   Tile(64, 64, 16, 8, 4, 3, None, 4, ring=4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
@@ -377,11 +377,13 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared = tile
     chunk = chunk or tile_k
     ring = ring or 2
     assert ring & (ring - 1) == 0, kernel.name
-    assert tile_k % chunk == 0, kernel.name
+    # Chunks within a k-tile come in pairs (the running maximum alternates
+    # between two sets of registers); longer ones are whole k-tiles.
+    assert (tile_k % (2 * chunk) == 0) if chunk < tile_k else (chunk % tile_k == 0), kernel.name
     vec = (vec_bytes or TYPE_VEC_BYTES[kernel.type]) // TYPE_BYTES[kernel.type]
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
     threads = block_x * block_y
@@ -396,8 +398,9 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M,
-            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring,
-            "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring)}
+            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring, "won_shared": won_shared,
+            "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring,
+                                  4 * tile_m * tile_n if won_shared else 0)}
 
 
 # ---------------------------------------------------------------- tiers
@@ -528,15 +531,13 @@ def quick_launch(kernel):
     assert threads % 32 == 0 and block_x % 16 == 0, kernel.name
     # Every thread stages the same number of elements of each operand tile.
     assert (tile_m * tile_k) % threads == 0 and (tile_n * tile_k) % threads == 0, kernel.name
-    # The argmax compares with the running winner every `chunk` k-steps, as
-    # the tuned kernel does: the same k-groups give the same maximum of each
-    # group, so C is bit-identical too (a group's fmax of -0 and +0 is +0, a
-    # tie between two groups keeps the earlier group's zero).
+    # The argmax compares with the running maximum every `chunk` k-steps (the
+    # tuned kernel's chunk where it divides the k-tile): in both tiers C is the
+    # running maximum in k order and the index the first k whose product equals
+    # it, whatever the chunks, so the tiers agree bit for bit.
     chunk = tile_k
-    if kernel.op in ARGMAX_OPS:
-        assert tile_k == launch(kernel)["tile_k"], kernel.name
+    if kernel.op in ARGMAX_OPS and tile_k % launch(kernel)["chunk"] == 0:
         chunk = launch(kernel)["chunk"]
-    assert tile_k % chunk == 0, kernel.name
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "k_unroll": k_unroll, "chunk": chunk}
@@ -556,14 +557,14 @@ GEMM_TILES[Op.GEMM][Type.I16] = Tile(128, 128, 32, 8, 8, 2)
 STATIC_SMEM_BYTES = 48 * 1024
 
 
-def shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring):
+def shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring, won_bytes=0):
     """Elements of padding at the end of each shared-memory row of a tile (a
     vector's worth, against bank conflicts), or none where the padded tiles
-    would not fit the static limit: the int16 DPX gemm, whose A as pairs at
-    k-tiles of 32 fills exactly 48 KB unpadded."""
-    if not i16_a_pairs(kernel):
-        return vec
-    padded = ring * tile_k * ((tile_m + 4) * 4 + (tile_n + vec) * TYPE_BYTES[kernel.type])
+    (and won_bytes of the argmax's winning chunks) would not fit the static
+    limit: the int16 DPX gemm, whose A as pairs at k-tiles of 32 fills exactly
+    48 KB unpadded, and argmax tiles that keep their winners in shared memory."""
+    a_bytes = (tile_m + 4) * 4 if i16_a_pairs(kernel) else (tile_m + vec) * TYPE_BYTES[kernel.type]
+    padded = ring * tile_k * (a_bytes + (tile_n + vec) * TYPE_BYTES[kernel.type]) + won_bytes
     return vec if padded <= STATIC_SMEM_BYTES else 0
 
 
