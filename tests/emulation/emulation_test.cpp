@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -103,6 +104,68 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
       }
     }
   }
+}
+
+// Zeros of both signs and a few small values (issue 25): most maxima are a zero that -0 and +0 products tie
+// for, so the sign of C's zero depends on how the kernel reduces. The argmax kernels carry the running
+// maximum through every k-step in k order, as the plain product does: their C is the plain product's bit
+// for bit, in both tiers, and the index is the reference's (the first k whose product equals the maximum).
+template <class S, class T>
+void expect_argmax_c_is_the_product_c() {
+  std::mt19937_64 rng(25);
+  const bool min = S::kAdd == AddKind::kMin;
+  const T v[] = {T(-0.0), T(0.0), T(min ? 1 : -1), T(min ? 2 : -2)};
+  std::uniform_int_distribution<int> pick(0, S::kMul == MulKind::kMul ? 1 : 3);  // MaxMul: no negatives
+  for (const Shape& s : kShapes) {
+    const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
+    long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = s.n, ldx = s.n;
+    long long m = s.m, n = s.n, k = s.k;
+    std::vector<T> a(static_cast<std::size_t>(ar * lda)), b(static_cast<std::size_t>(br * ldb));
+    for (T& x : a) x = v[pick(rng)];
+    for (T& x : b) x = v[pick(rng)];
+    std::vector<T> want(static_cast<std::size_t>(m * ldc));
+    std::vector<std::int32_t> want_arg(want.size());
+    reference::gemm_argmax<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc,
+                                 want_arg.data(), ldx);
+    const void* pa = a.data();
+    const void* pb = b.data();
+    int ta = flag(s.ta), tb = flag(s.tb), flags = 0;
+    T alpha{}, beta{};
+    std::vector<T> first;
+    for (const char* tier : kTiers) {
+      const std::string what = std::string(tier) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                               std::to_string(k) + " on signed zeros";
+      std::vector<T> plain(want.size()), c(want.size());
+      std::vector<std::int32_t> arg(want.size(), 7);
+      void* pp = plain.data();
+      void* pc = c.data();
+      std::int32_t* px = arg.data();
+      void* gemm_args[] = {&pa, &pb, &pp, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
+      launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, gemm_args);
+      void* argmax_args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+      launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, argmax_args);
+      expect_equal(c, want, "gemm_argmax C " + what);
+      expect_equal(arg, want_arg, "gemm_argmax argmax " + what);
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < c.size(); ++i) differ += std::signbit(c[i]) != std::signbit(plain[i]);
+      EXPECT_EQ(differ, 0u) << "gemm_argmax C and gemm C differ in the sign of a zero: " << what;
+      if (first.empty()) {
+        first = c;
+      } else {
+        std::size_t tiers_differ = 0;
+        for (std::size_t i = 0; i < c.size(); ++i) tiers_differ += std::signbit(c[i]) != std::signbit(first[i]);
+        EXPECT_EQ(tiers_differ, 0u) << "the tiers' gemm_argmax C differ in the sign of a zero: " << what;
+      }
+    }
+  }
+}
+
+TEST(SignedZeros, argmax_c_is_the_plain_product_c_bit_for_bit) {
+  expect_argmax_c_is_the_product_c<MaxPlus, float>();
+  expect_argmax_c_is_the_product_c<MaxMul, float>();
+  expect_argmax_c_is_the_product_c<MaxMin, float>();
+  expect_argmax_c_is_the_product_c<MinPlus, double>();
+  expect_argmax_c_is_the_product_c<MinMax, double>();
 }
 
 // The batched argmax of the tensor-network shapes (issue 25) on its default tile and the small ones. The
