@@ -288,7 +288,13 @@ Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n mi
                               "won_shared", defaults=(None, None, None, None, False))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
-# because each element of C also carries a running chunk maximum and an index.
+# because each element of C also carries the maximum at its chunk's start and
+# an index. f32's keeps the indices in shared memory (won_shared), which frees
+# the registers for 8 x 4 thread tiles in blocks of 128 (H100, 8192^3, lab:
+# 9.51 -> 10.89 T; in the library, compiled by NVRTC, 9.49 -> 10.43 T; chunks
+# of 8, 10.0 T; 4 x 8 thread tiles, 9.8 T; 3 or 2 blocks per SM, 10.6 / 10.5 T;
+# chunks of 32 or 64, whose rescan reads twice or four times as much, 7.7 / 4.5 T;
+# the winning k found at once in shared memory instead of rescanned, 9.3 T).
 GEMM_TILES = {
     Op.GEMM: {
         Type.F32: Tile(128, 128, 16, 8, 8, 2),
@@ -328,7 +334,11 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # k <= 64 rescan from there instead of global memory (H100: 64^3 3.73 ->
 # 4.54 T, 32^3 2.22 -> 3.77 T, 16^3 1.40 -> 2.33 T; chunk 8 or 16 then lost,
 # 3.6 / 2.2 T at 64^3, as did 4 x 2 thread tiles, 4.1 T, and fewer blocks
-# looping over more products, 4.1-4.4 T).
+# looping over more products, 4.1-4.4 T). With the running maximum carried
+# through the chunks (no select, issue 25, 2026-11-28): 64^3 takes 8 x 4
+# thread tiles in blocks of 128 at 3 per SM (4.52 -> 5.19 T; 4 x 4 at 3 per SM,
+# 4.1 T; winners in shared memory, 3.8-4.2 T), 32^3 and 16^3 compare every 2
+# k-steps (3.77 -> 4.22 T, 2.30 -> 2.36 T; 8 x 4 thread tiles spill there).
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],

@@ -3,7 +3,8 @@
 compiles to a cubin with the options its header gives, and the argument list it
 passes for each kind of kernel has as many entries as that kernel's parameters
 (so a kernel signature change that would make the lab launch garbage fails
-here). Running it needs a GPU; this test does not.
+here); tools/nvrtc_cubin.py compiles a fragment with NVRTC and the library's
+options. Running the lab needs a GPU; this test does not.
 
 usage: kernel_lab_test.py SOURCE_ROOT NVCC
 """
@@ -71,6 +72,29 @@ class KernelLabTest(unittest.TestCase):
         subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-std=c++17", "--fmad=false", "--ftz=false", "-o", cubin,
                         os.path.join(self.frag, KINDS["bargmax"] + ".cu")], check=True)
         self.assertGreater(os.path.getsize(cubin), 0)
+
+    def test_nvrtc_cubin_compiles_with_the_library_options(self):
+        sys.path.insert(0, os.path.join(ROOT, "tools"))
+        import nvrtc_cubin
+        with open(os.path.join(ROOT, "src", "jit", "nvrtc.cpp")) as f:
+            library = f.read()
+        for option in nvrtc_cubin.LIBRARY_OPTIONS:
+            self.assertIn('"' + option + '"', library, "tools/nvrtc_cubin.py and the library's options differ")
+        lib64 = os.path.join(os.path.dirname(os.path.dirname(NVCC)), "lib64")
+        found = [p for p in (os.path.join(lib64, n) for n in ("libnvrtc.so", "libnvrtc.so.13")) if os.path.exists(p)]
+        self.assertTrue(found, "no libnvrtc next to " + NVCC)
+        tool = os.path.join(ROOT, "tools", "nvrtc_cubin.py")
+        cubin = os.path.join(self.tmp.name, "rtc.cubin")
+        subprocess.run([sys.executable, tool, found[0], os.path.join(self.frag, KINDS["argmax"] + ".cu"), cubin],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(cubin, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
+        broken = os.path.join(self.tmp.name, "broken.cu")
+        with open(broken, "w") as f:
+            f.write("extern \"C\" __global__ void k() { undeclared(); }\n")
+        run = subprocess.run([sys.executable, tool, found[0], broken, cubin], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("undeclared", run.stdout)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 // in one device call before any of them goes into the catalog.
 //
 //   nvcc -O2 -arch=sm_90 -o kernel_lab tools/kernel_lab.cu -lcuda
-//   nvcc -cubin -arch=sm_90 -std=c++17 --fmad=false --ftz=false -o k.cubin <fragment>.cu
+//   tools/nvrtc_cubin.py <libnvrtc.so> <fragment>.cu k.cubin    (the library's compile: NVRTC, its options)
+//   (or nvcc -cubin -arch=sm_90 -std=c++17 --fmad=false --ftz=false -o k.cubin <fragment>.cu, which can
+//   differ in speed from the library's NVRTC build of the same source)
 //   kernel_lab k.cubin <kernel> <kind> <type> <tile_m> <tile_n> <block_x> <block_y> <m> <n> <k> [batch] [data]
 //
 // kind: gemm | argmax | batched | bargmax (the catalog's argument lists);
