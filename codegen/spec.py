@@ -392,8 +392,9 @@ def launch(kernel):
     ring = ring or 2
     assert ring & (ring - 1) == 0, kernel.name
     # Chunks within a k-tile come in pairs (the running maximum alternates
-    # between two sets of registers); longer ones are whole k-tiles.
-    assert (tile_k % (2 * chunk) == 0) if chunk < tile_k else (chunk % tile_k == 0), kernel.name
+    # between two sets of registers), or a chunk is the whole k-tile (longer
+    # ones measured slower: their rescan reads more, bench/RESULTS.md).
+    assert chunk == tile_k or tile_k % (2 * chunk) == 0, kernel.name
     vec = (vec_bytes or TYPE_VEC_BYTES[kernel.type]) // TYPE_BYTES[kernel.type]
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
     threads = block_x * block_y
