@@ -283,9 +283,10 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # "<tile_m>x<tile_n>"), for two tilings of the same C tile. ring (default 2:
 # double buffering): the k-tiles shared memory holds; an argmax whose whole k
 # fits (k <= ring x tile_k) rescans its winners from there, not from global
-# memory (templates/argmax.cuh.j2).
+# memory (templates/argmax.cuh.j2). lanes, if set, is the warp's shape in
+# threads (along n, along m; default WARP_LANES_N x WARP_LANES_M).
 Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
-                              "won_shared", defaults=(None, None, None, None, False))
+                              "won_shared lanes", defaults=(None, None, None, None, False, None))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries the maximum at its chunk's start and
@@ -295,16 +296,21 @@ Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n mi
 # of 8, 10.0 T; 4 x 8 thread tiles, 9.8 T; 3 or 2 blocks per SM, 10.6 / 10.5 T;
 # chunks of 32 or 64, whose rescan reads twice or four times as much, 7.7 / 4.5 T;
 # the winning k found at once in shared memory instead of rescanned, 9.3 T).
+# Timed as NVRTC builds them (third session, tools/nvrtc_cubin.py), the f32
+# argmax runs best at 3 blocks per SM in warps of 16 x 2 threads (10.44 ->
+# 10.81 T; 3 per SM with 8 x 4 warps, 10.74; 16 x 2 at 4 per SM, 10.43; 4 x 8,
+# 10.71) and the f32 gemm in warps of 16 x 2 (12.39 -> 12.59 T; 4 x 8, 12.39):
+# a warp's 16 x 2 threads read 2 distinct vectors of A (broadcast) and 16 of B.
 GEMM_TILES = {
     Op.GEMM: {
-        Type.F32: Tile(128, 128, 16, 8, 8, 2),
+        Type.F32: Tile(128, 128, 16, 8, 8, 2, lanes=(16, 2)),
         Type.I32: Tile(128, 128, 8, 8, 8, 2),
         Type.F64: Tile(128, 64, 8, 8, 4, 2),
         Type.I64: Tile(64, 64, 8, 4, 4, 2),
         Type.U8: Tile(128, 128, 16, 8, 8, 2),
     },
     Op.GEMM_ARGMAX: {
-        Type.F32: Tile(64, 64, 16, 8, 4, 4, won_shared=True),
+        Type.F32: Tile(64, 64, 16, 8, 4, 3, won_shared=True, lanes=(16, 2)),
         Type.I32: Tile(64, 64, 16, 4, 4, 2),
         Type.F64: Tile(64, 64, 8, 4, 4, 2),
         Type.I64: Tile(64, 64, 8, 4, 4, 2),
@@ -362,9 +368,10 @@ def argmax_rescan(tile_k, chunk, ring):
     element at a time, or walking pointers by a uniform step, lost to these."""
     return "serial" if chunk == tile_k or ring > 2 else "unrolled"
 
-# Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes, so a
-# warp's shared-memory reads are 8 distinct 16-byte vectors of B (128 bytes,
-# one wavefront) and 4 broadcast vectors of A.
+# Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes unless
+# the tile says otherwise (Tile.lanes), so a warp's shared-memory reads are 8
+# distinct 16-byte vectors of B (128 bytes, one wavefront) and 4 broadcast
+# vectors of A.
 WARP_LANES_N = 8
 WARP_LANES_M = 4
 
@@ -387,7 +394,8 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes = tile
+    lanes_n, lanes_m = lanes or (WARP_LANES_N, WARP_LANES_M)
     chunk = chunk or tile_k
     ring = ring or 2
     assert ring & (ring - 1) == 0, kernel.name
@@ -400,7 +408,8 @@ def launch(kernel):
     threads = block_x * block_y
     assert vec >= 1 and tile_m % thread_m == 0 and tile_n % thread_n == 0, kernel.name
     assert thread_m % vec == 0 and thread_n % vec == 0 and tile_k % vec == 0, kernel.name
-    assert block_x % WARP_LANES_N == 0 and block_y % WARP_LANES_M == 0 and threads % 32 == 0, kernel.name
+    assert lanes_n * lanes_m == 32 and block_x % lanes_n == 0 and block_y % lanes_m == 0, kernel.name
+    assert threads % 32 == 0, kernel.name
     # Every thread stages the same number of whole vectors of each operand tile.
     assert (tile_m * tile_k // vec) % threads == 0 and (tile_n * tile_k // vec) % threads == 0, kernel.name
     # ... and a thread's vectors are a whole number of tile rows (or k) apart.
@@ -408,7 +417,7 @@ def launch(kernel):
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
-            "lanes_n": WARP_LANES_N, "lanes_m": WARP_LANES_M,
+            "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring, "won_shared": won_shared,
             "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring,
                                   4 * tile_m * tile_n if won_shared else 0)}
