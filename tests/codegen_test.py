@@ -192,6 +192,30 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("constexpr int kTileM = 16;", small)
         self.assertIn("constexpr int kVec = 2;", small)
 
+    def test_a_tile_sets_its_warp_shape(self):
+        def fragment(name):
+            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+                return f.read()
+        # The f32 gemm and argmax tiles take warps of 16 x 2 threads (bench/RESULTS.md, 2026-11-28); the
+        # others keep the default 8 x 4.
+        for name in ("tropical_gemm_maxplus_f32", "tropical_gemm_argmax_minplus_f32"):
+            text = fragment(name)
+            self.assertIn("constexpr int kLanesN = 16;", text, name)
+            self.assertIn("constexpr int kLanesM = 2;", text, name)
+        for name in ("tropical_gemm_maxplus_f64", "tropical_gemm_batched_argmax_maxplus_f32_64x64"):
+            text = fragment(name)
+            self.assertIn("constexpr int kLanesN = 8;", text, name)
+            self.assertIn("constexpr int kLanesM = 4;", text, name)
+        # A warp is 32 threads that fit the block: other shapes are refused.
+        S, T, O = spec.Semiring, spec.Type, spec.Op
+        good = spec.Tile(64, 64, 16, 4, 4, 2, lanes=(4, 8))
+        kernel = spec.Kernel(0, O.GEMM, S.MAXPLUS, T.F32, good)
+        self.assertEqual((spec.launch(kernel)["lanes_n"], spec.launch(kernel)["lanes_m"]), (4, 8))
+        for lanes in ((16, 4), (32, 1)):  # 64 threads; wider than the block's 16 columns of threads
+            kernel = spec.Kernel(0, O.GEMM, S.MAXPLUS, T.F32, good._replace(lanes=lanes))
+            with self.assertRaises(AssertionError, msg=str(lanes)):
+                spec.launch(kernel)
+
     def test_int16_and_counting_kernels_are_generated(self):
         def fragment(name):
             with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
