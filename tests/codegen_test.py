@@ -40,6 +40,11 @@ class CodegenTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+    def fragment(self, name):
+        """The text of a generated fragment."""
+        with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
+            return f.read()
+
     def test_two_runs_give_byte_identical_files(self):
         for rel in ["catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"] + [
                 os.path.join("fragments", n) for n in os.listdir(os.path.join(self.out1, "fragments"))]:
@@ -95,10 +100,6 @@ class CodegenTest(unittest.TestCase):
                 self.assertIn(f'"{spec.quick_name(k)}"', tiers)
 
     def test_quick_fragments_take_the_tuned_parameters_and_semiring(self):
-        def fragment(name):
-            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
-                return f.read()
-
         def parameters(text, name):
             m = re.search(re.escape(name) + r"\((.*?)\)\s*\{", text, re.S)
             self.assertIsNotNone(m, name)
@@ -108,15 +109,15 @@ class CodegenTest(unittest.TestCase):
             if k.op not in spec.QUICK_TILES:
                 continue
             quick = spec.quick_name(k)
-            self.assertEqual(parameters(fragment(quick), quick), parameters(fragment(k.name), k.name), k.name)
-        maxmin = fragment("tropical_gemm_maxmin_f32_quick")
+            self.assertEqual(parameters(self.fragment(quick), quick), parameters(self.fragment(k.name), k.name), k.name)
+        maxmin = self.fragment("tropical_gemm_maxmin_f32_quick")
         self.assertIn("min.NaN.f32", maxmin)
         self.assertIn("tropical_finish(", maxmin)
-        andor = fragment("tropical_gemm_batched_argmax_andor_u8_quick")
+        andor = self.fragment("tropical_gemm_batched_argmax_andor_u8_quick")
         self.assertIn("(value_t)(x != 0)", andor)
         self.assertIn("tropical_stage(x[", andor)
         self.assertIn("tropical_quick_store_argmax(argmax + p * stride_argmax", andor)
-        small = fragment("tropical_gemm_batched_maxplus_f64_16x16_quick")
+        small = self.fragment("tropical_gemm_batched_maxplus_f64_16x16_quick")
         self.assertIn("constexpr int kTileM = 16;", small)
         self.assertIn("constexpr int kTileK = 8;", small)
 
@@ -171,39 +172,33 @@ class CodegenTest(unittest.TestCase):
                       self.header)
 
     def test_new_fragments_carry_their_semiring_arithmetic(self):
-        def fragment(name):
-            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
-                return f.read()
-        maxmin = fragment("tropical_gemm_maxmin_f32")
+        maxmin = self.fragment("tropical_gemm_maxmin_f32")
         self.assertIn("min.NaN.f32", maxmin)
         self.assertIn("fmaxf(a, b)", maxmin)
         self.assertIn("value_t alpha, value_t beta, int flags", maxmin)
-        andor = fragment("tropical_gemm_argmax_andor_u8")
+        andor = self.fragment("tropical_gemm_argmax_andor_u8")
         self.assertIn("typedef unsigned char value_t;", andor)
         self.assertIn("(value_t)((a != 0) & (b != 0))", andor)
         self.assertIn("(value_t)(x != 0)", andor)
-        batched_argmax = fragment("tropical_gemm_batched_argmax_maxplus_f32")
+        batched_argmax = self.fragment("tropical_gemm_batched_argmax_maxplus_f32")
         self.assertIn("long long stride_argmax", batched_argmax)
         self.assertIn("tropical_find_winner", batched_argmax)
-        backward = fragment("tropical_backward_a_batched_maxmul_f64")
+        backward = self.fragment("tropical_backward_a_batched_maxmul_f64")
         self.assertNotIn("atomicAdd", backward)
         self.assertIn("ga[q * ld_k] += g;", backward)
-        small = fragment("tropical_gemm_batched_maxplus_f32_16x16")
+        small = self.fragment("tropical_gemm_batched_maxplus_f32_16x16")
         self.assertIn("constexpr int kTileM = 16;", small)
         self.assertIn("constexpr int kVec = 2;", small)
 
     def test_a_tile_sets_its_warp_shape(self):
-        def fragment(name):
-            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
-                return f.read()
         # The f32 gemm and argmax tiles take warps of 16 x 2 threads (bench/RESULTS.md, 2026-11-28); the
         # others keep the default 8 x 4.
         for name in ("tropical_gemm_maxplus_f32", "tropical_gemm_argmax_minplus_f32"):
-            text = fragment(name)
+            text = self.fragment(name)
             self.assertIn("constexpr int kLanesN = 16;", text, name)
             self.assertIn("constexpr int kLanesM = 2;", text, name)
         for name in ("tropical_gemm_maxplus_f64", "tropical_gemm_batched_argmax_maxplus_f32_64x64"):
-            text = fragment(name)
+            text = self.fragment(name)
             self.assertIn("constexpr int kLanesN = 8;", text, name)
             self.assertIn("constexpr int kLanesM = 4;", text, name)
         # A warp is 32 threads that fit the block: other shapes are refused.
@@ -217,9 +212,6 @@ class CodegenTest(unittest.TestCase):
                 spec.launch(kernel)
 
     def test_int16_and_counting_kernels_are_generated(self):
-        def fragment(name):
-            with open(os.path.join(self.out1, "fragments", name + ".cu"), encoding="utf-8") as f:
-                return f.read()
         names = {k.name for k in spec.catalog()}
         S, T, O = spec.Semiring, spec.Type, spec.Op
         # int16: every product op of every semiring over numbers, no backward pass.
@@ -230,20 +222,20 @@ class CodegenTest(unittest.TestCase):
         # The plain (+) products take DPX 16x2 steps where a k-tile is small, else exact 32-bit steps;
         # the quick tier and the argmax use the saturating element product.
         for op, add in ((O.GEMM, "max"), (O.GEMM_BATCHED, "max")):
-            text = fragment(spec.kernel_name(op, S.MAXPLUS, T.I16))
+            text = self.fragment(spec.kernel_name(op, S.MAXPLUS, T.I16))
             self.assertIn(f"__viadd{add}_s16x2(wa[i], wb[j], acc2[i][j])", text)
             self.assertIn(f"__viadd{add}_s32(a32, b32[j], acc32[i][j])", text)
             self.assertIn("typedef short value_t;", text)
-        self.assertIn("__viaddmin_s16x2", fragment("tropical_gemm_minplus_i16"))
+        self.assertIn("__viaddmin_s16x2", self.fragment("tropical_gemm_minplus_i16"))
         for name in ("tropical_gemm_argmax_maxplus_i16", "tropical_gemm_maxplus_i16_quick", "tropical_gemm_maxmul_i16"):
-            self.assertNotIn("_s16x2", fragment(name), name)
-        self.assertIn("tropical_clamp((int)a + (int)b)", fragment("tropical_gemm_maxplus_i16_quick"))
+            self.assertNotIn("_s16x2", self.fragment(name), name)
+        self.assertIn("tropical_clamp((int)a + (int)b)", self.fragment("tropical_gemm_maxplus_i16_quick"))
         # CountingTropical: gemm and gemm_batched over f32 and f64, two tiers, no small tiles, its own tag.
         counting = sorted(n for n in names if "_counting_" in n)
         self.assertEqual(counting, ["tropical_gemm_batched_counting_f32", "tropical_gemm_batched_counting_f64",
                                     "tropical_gemm_counting_f32", "tropical_gemm_counting_f64"])
         for name in counting:
-            tuned, quick = fragment(name), fragment(name + "_quick")
+            tuned, quick = self.fragment(name), self.fragment(name + "_quick")
             self.assertIn("const value_t* __restrict__ a_counts", tuned)
             self.assertIn("tropical_counting_dense(", tuned)
             self.assertIn("fma" + ("f" if name.endswith("f32") else "") + "(fca, sbc[k]", quick)
