@@ -50,7 +50,9 @@ class Nvrtc:
         if result != 0:
             raise SystemExit(f"ptx.py: {call} failed for {name}: {self.lib.nvrtcGetErrorString(result).decode()}")
 
-    def ptx(self, name, source, options):
+    def compile(self, name, source, options, output="PTX"):
+        """(output, NVRTC's log) of `source` compiled with `options`: output "PTX" (text) or "CUBIN"
+        (bytes). SystemExit with the log if the compile fails or warns (jit::compile fails then too)."""
         prog = ctypes.c_void_p()
         self._check(self.lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), (name + ".cu").encode(),
                                                 0, None, None), "nvrtcCreateProgram", name)
@@ -64,12 +66,19 @@ class Nvrtc:
             log = log.value.decode(errors="replace").strip()
             if result != 0 or "warning" in log.lower():
                 raise SystemExit(f"ptx.py: {name} ({' '.join(options)}):\n{log}")
-            self._check(self.lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize", name)
-            text = ctypes.create_string_buffer(size.value)
-            self._check(self.lib.nvrtcGetPTX(prog, text), "nvrtcGetPTX", name)
-            return text.value.decode()
+            get_size, get = getattr(self.lib, f"nvrtcGet{output}Size"), getattr(self.lib, f"nvrtcGet{output}")
+            self._check(get_size(prog, ctypes.byref(size)), f"nvrtcGet{output}Size", name)
+            if size.value == 0:
+                raise SystemExit(f"ptx.py: NVRTC produced no {output} for {name} ({' '.join(options)})")
+            data = ctypes.create_string_buffer(size.value)
+            self._check(get(prog, data), f"nvrtcGet{output}", name)
+            return (data.value.decode() if output == "PTX" else data.raw), log
         finally:
             self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+    def ptx(self, name, source, options):
+        """The PTX of `source` compiled with `options` (see compile)."""
+        return self.compile(name, source, options)[0]
 
 
 def shipped_fragments(kernels):

@@ -10,36 +10,14 @@ Prints NVRTC's log (add --ptxas-options=-v for registers and spills); exit 1 if
 the compile fails.
 """
 
-import ctypes
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "codegen"))
+import ptx  # noqa: E402  (the build's NVRTC calls and options: codegen/ptx.py)
+
 # The library's options for a tuned fragment, less the architecture.
-LIBRARY_OPTIONS = ["--std=c++17", "--fmad=false", "--ftz=false"]
-
-
-def compile_cubin(libnvrtc, source, arch, extra):
-    """(ok, log, cubin bytes) of NVRTC's compile of `source`."""
-    lib = ctypes.CDLL(libnvrtc)
-    prog = ctypes.c_void_p()
-    if lib.nvrtcCreateProgram(ctypes.byref(prog), source, b"fragment.cu", 0, None, None) != 0:
-        return False, "nvrtcCreateProgram failed", b""
-    try:
-        options = [f"--gpu-architecture={arch}"] + LIBRARY_OPTIONS + list(extra)
-        argv = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
-        status = lib.nvrtcCompileProgram(prog, len(options), argv)
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, log)
-        if status != 0:
-            return False, log.value.decode(errors="replace"), b""
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        cubin = ctypes.create_string_buffer(size.value)
-        if size.value == 0 or lib.nvrtcGetCUBIN(prog, cubin) != 0:
-            return False, "NVRTC produced no cubin for " + arch, b""
-        return True, log.value.decode(errors="replace"), cubin.raw
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+LIBRARY_OPTIONS = ptx.COMMON_OPTIONS
 
 
 def main(argv):
@@ -50,12 +28,17 @@ def main(argv):
     arch = "sm_90"
     if rest[:1] == ["--arch"]:
         arch, rest = rest[1], rest[2:]
-    with open(fragment, "rb") as f:
-        ok, log, cubin = compile_cubin(libnvrtc, f.read(), arch, rest)
-    if log.strip():
-        print(log.strip())
-    if not ok:
+    with open(fragment, encoding="utf-8") as f:
+        source = f.read()
+    options = [f"--gpu-architecture={arch}"] + LIBRARY_OPTIONS + rest
+    try:
+        name = os.path.splitext(os.path.basename(fragment))[0]
+        cubin, log = ptx.Nvrtc(libnvrtc).compile(name, source, options, "CUBIN")
+    except SystemExit as e:  # the compile failed: its log
+        print(e)
         return 1
+    if log:
+        print(log)
     with open(out, "wb") as f:
         f.write(cubin)
     return 0
