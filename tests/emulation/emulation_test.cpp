@@ -41,6 +41,32 @@ std::int64_t rows_of(Trans t, std::int64_t r, std::int64_t c) { return t == Tran
 std::int64_t cols_of(Trans t, std::int64_t r, std::int64_t c) { return t == Trans::kYes ? r : c; }
 int flag(Trans t) { return t == Trans::kYes ? 1 : 0; }
 
+// One product's operands, passed as the library's launchers pass them (src/launch.cpp): runs a tier's gemm
+// or gemm_argmax into the given outputs.
+template <class S, class T>
+struct Product {
+  const void* a;
+  const void* b;
+  long long m, n, k, lda, ldb, ldc, ldx;
+  int ta, tb;
+
+  void gemm(const char* tier, T* c, T alpha = T{}, T beta = T{}, int flags = 0) {
+    void* pc = c;
+    void* args[] = {&a, &b, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
+    launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, args);
+  }
+  void argmax(const char* tier, T* c, std::int32_t* x) {
+    void* pc = c;
+    void* args[] = {&a, &b, &pc, &x, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+    launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, args);
+  }
+  /// "<tier> MxNxK<suffix>", for failure messages.
+  std::string what(const char* tier, const std::string& suffix) const {
+    return std::string(tier) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           suffix;
+  }
+};
+
 template <class P>
 class Products : public ::testing::Test {};
 
@@ -60,7 +86,8 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
     for (const bool extremes : {false, true}) {
       const std::int64_t ar = rows_of(s.ta, s.m, s.k), ac = cols_of(s.ta, s.m, s.k);
       const std::int64_t br = rows_of(s.tb, s.k, s.n), bc = cols_of(s.tb, s.k, s.n);
-      long long lda = ac + s.pad, ldb = bc + s.pad, ldc = s.n + s.pad, ldx = s.n, m = s.m, n = s.n, k = s.k;
+      const long long lda = ac + s.pad, ldb = bc + s.pad, ldc = s.n + s.pad, ldx = s.n;
+      const long long m = s.m, n = s.n, k = s.k;
       const std::vector<T> a = random_matrix<S, T>(static_cast<std::size_t>(ar * lda), rng, extremes);
       const std::vector<T> b = random_matrix<S, T>(static_cast<std::size_t>(br * ldb), rng, extremes);
       std::vector<T> want(static_cast<std::size_t>(m * ldc), T(7));
@@ -69,17 +96,11 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
       reference::gemm<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want_plain.data(), ldc);
       reference::gemm_argmax<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc,
                                    want_arg.data(), ldx);
-      const void* pa = a.data();
-      const void* pb = b.data();
-      int ta = flag(s.ta), tb = flag(s.tb), flags = 0;
-      T alpha{}, beta{};
+      Product<S, T> p{a.data(), b.data(), m, n, k, lda, ldb, ldc, ldx, flag(s.ta), flag(s.tb)};
       for (const char* tier : kTiers) {
-        const std::string what = std::string(tier) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                 std::to_string(k) + (extremes ? " with extremes" : "");
+        const std::string what = p.what(tier, extremes ? " with extremes" : "");
         std::vector<T> c(want.size(), T(7));
-        void* pc = c.data();
-        void* gemm_args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
-        launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, gemm_args);
+        p.gemm(tier, c.data());
         expect_equal(c, want_plain, "gemm " + what);
         // The epilogue: C = alpha (x) P (+) beta (x) C, with the flags the library passes for them.
         std::vector<T> scaled = random_matrix<S, T>(want.size(), rng, extremes);
@@ -88,17 +109,11 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
         reference::gemm<S, T>(s.ta, s.tb, m, n, k, ab[0], a.data(), lda, b.data(), ldb, ab[1], want_scaled.data(),
                               ldc);
         const detail::Scaling sc = detail::scaling<S, T>(ab[0], ab[1]);
-        T alpha_s = ab[0], beta_s = ab[1];
-        int flags_s = sc.flags;
-        void* pcs = scaled.data();
-        void* scaled_args[] = {&pa, &pb, &pcs, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha_s, &beta_s, &flags_s};
-        launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, scaled_args);
-        expect_equal(scaled, want_scaled, "gemm alpha/beta (flags " + std::to_string(flags_s) + ") " + what);
+        p.gemm(tier, scaled.data(), ab[0], ab[1], sc.flags);
+        expect_equal(scaled, want_scaled, "gemm alpha/beta (flags " + std::to_string(sc.flags) + ") " + what);
         std::fill(c.begin(), c.end(), T(7));
         std::vector<std::int32_t> arg(want_arg.size(), 7);
-        std::int32_t* px = arg.data();
-        void* argmax_args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-        launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, argmax_args);
+        p.argmax(tier, c.data(), arg.data());
         expect_equal(c, want, "gemm_argmax C " + what);
         expect_equal(arg, want_arg, "gemm_argmax argmax " + what);
       }
@@ -118,8 +133,9 @@ void expect_argmax_c_is_the_product_c() {
   std::uniform_int_distribution<int> pick(0, S::kMul == MulKind::kMul ? 1 : 3);  // MaxMul: no negatives
   for (const Shape& s : kShapes) {
     const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
-    long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = s.n, ldx = s.n;
-    long long m = s.m, n = s.n, k = s.k;
+    const long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad;
+    const long long ldc = s.n, ldx = s.n;
+    const long long m = s.m, n = s.n, k = s.k;
     std::vector<T> a(static_cast<std::size_t>(ar * lda)), b(static_cast<std::size_t>(br * ldb));
     for (T& x : a) x = v[pick(rng)];
     for (T& x : b) x = v[pick(rng)];
@@ -127,23 +143,14 @@ void expect_argmax_c_is_the_product_c() {
     std::vector<std::int32_t> want_arg(want.size());
     reference::gemm_argmax<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc,
                                  want_arg.data(), ldx);
-    const void* pa = a.data();
-    const void* pb = b.data();
-    int ta = flag(s.ta), tb = flag(s.tb), flags = 0;
-    T alpha{}, beta{};
+    Product<S, T> p{a.data(), b.data(), m, n, k, lda, ldb, ldc, ldx, flag(s.ta), flag(s.tb)};
     std::vector<T> first;
     for (const char* tier : kTiers) {
-      const std::string what = std::string(tier) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                               std::to_string(k) + " on signed zeros";
+      const std::string what = p.what(tier, " on signed zeros");
       std::vector<T> plain(want.size()), c(want.size());
       std::vector<std::int32_t> arg(want.size(), 7);
-      void* pp = plain.data();
-      void* pc = c.data();
-      std::int32_t* px = arg.data();
-      void* gemm_args[] = {&pa, &pb, &pp, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
-      launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, gemm_args);
-      void* argmax_args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-      launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, argmax_args);
+      p.gemm(tier, plain.data());
+      p.argmax(tier, c.data(), arg.data());
       expect_equal(c, want, "gemm_argmax C " + what);
       expect_equal(arg, want_arg, "gemm_argmax argmax " + what);
       std::size_t differ = 0;
