@@ -368,6 +368,16 @@ def argmax_rescan(tile_k, chunk, ring):
     element at a time, or walking pointers by a uniform step, lost to these."""
     return "serial" if chunk == tile_k or ring > 2 else "unrolled"
 
+def argmax_rescan_group(op):
+    """k-steps the serial rescan loads at a time before comparing them. Its loads
+    mostly miss to DRAM, so gemm_argmax loads two (H200, f32 8192^3 10.82 ->
+    10.97 T, 4096^3 9.34 -> 10.02 T; three at a time 10.85 T; prefetching each
+    element's chunk to L2 first, 9.9-10.8 T, or one k-step of 4-32 elements at
+    a time, 9.7-10.8 T, lost: bench/RESULTS.md). The batched argmax kernels
+    load one: two gave most of them more spills (the f32 64^3 one 52 -> 96
+    bytes, and 1.7 % slower)."""
+    return 2 if op == Op.GEMM_ARGMAX else 1
+
 # Threads of a tiled block form warps of 8 (along n) x 4 (along m) lanes unless
 # the tile says otherwise (Tile.lanes), so a warp's shared-memory reads are 8
 # distinct 16-byte vectors of B (128 bytes, one wavefront) and 4 broadcast
@@ -418,7 +428,8 @@ def launch(kernel):
             "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
-            "rescan": argmax_rescan(tile_k, chunk, ring), "ring": ring, "won_shared": won_shared,
+            "rescan": argmax_rescan(tile_k, chunk, ring), "rescan_group": argmax_rescan_group(kernel.op),
+            "ring": ring, "won_shared": won_shared,
             "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring,
                                   4 * tile_m * tile_n if won_shared else 0)}
 
