@@ -211,6 +211,17 @@ class CodegenTest(unittest.TestCase):
             with self.assertRaises(AssertionError, msg=str(lanes)):
                 spec.launch(kernel)
 
+    def test_the_argmax_rescan_loads_two_k_steps_only_in_gemm_argmax(self):
+        # gemm_argmax's serial rescan loads two k-steps before comparing them; the batched argmax kernels,
+        # where two gave more spills, keep one at a time (spec.argmax_rescan_group, bench/RESULTS.md).
+        for name in ("tropical_gemm_argmax_maxplus_f32", "tropical_gemm_argmax_minplus_i64"):
+            text = self.fragment(name)
+            self.assertIn("constexpr int kRescanGroup = 2;", text, name)
+        for name in ("tropical_gemm_batched_argmax_maxplus_f32_64x64", "tropical_gemm_batched_argmax_maxplus_f64"):
+            text = self.fragment(name)
+            self.assertNotIn("kRescanGroup", text, name)
+            self.assertIn("for (long long k = k0; k < k1; ++k, pa += step_a, pb += step_b)", text, name)
+
     def test_int16_and_counting_kernels_are_generated(self):
         names = {k.name for k in spec.catalog()}
         S, T, O = spec.Semiring, spec.Type, spec.Op
