@@ -58,6 +58,33 @@ constexpr auto kDpxId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplus
 const KernelSource kDpxTuned[] = {{0, catalog::kKernels[kDpxId].name, catalog::kKernels[kDpxId].source,
                                    catalog::kKernels[kDpxId].digest}};
 
+// The state `tropical verify` crashed in at exit on the H200 (bench/RESULTS.md, 2026-11-28): the quick
+// kernel comes from shipped PTX through the driver's JIT, so NVRTC's first compile is the trivial prepare
+// on a helper thread, and the process exits during its first real compile, the tuned counting gemm.
+constexpr auto kCountingId = static_cast<std::size_t>(catalog::KernelId::kGemmCountingF32);
+const KernelSource kCountingTuned[] = {{0, catalog::kKernels[kCountingId].name, catalog::kKernels[kCountingId].source,
+                                        catalog::kKernels[kCountingId].digest}};
+constexpr KernelSource kShippedQuick[] = {{0, "tropical_exit_quick", "quick", "q"}};
+constexpr ShippedPtx kShippedPtx[] = {{Tier::kQuick, 80, "ptx-digest", "PTX of tropical_exit_quick"}};
+
+/// NoGpu with a driver JIT that turns any PTX into a stand-in CUBIN.
+class JitNoGpu final : public DeviceLoader {
+ public:
+  int device_count() override { return 1; }
+  int arch(int) override { return 90; }
+  LoadedModule load(int, const CompiledImage&, const std::string&, const std::function<std::string()>&) override {
+    static char token;
+    return {reinterpret_cast<CUmodule>(&token), reinterpret_cast<CUfunction>(&token)};
+  }
+  std::optional<std::vector<std::byte>> jit(int, std::string_view, const std::string& name) override {
+    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(name.data()),
+                                  reinterpret_cast<const std::byte*>(name.data()) + name.size());
+  }
+  std::string jit_identity() noexcept override { return "fake-jit 1.0"; }
+  void unload(int, CUmodule) noexcept override {}
+  bool capturing(CUstream) noexcept override { return false; }
+};
+
 constexpr auto kFakeCompileTime = 500ms;
 
 CompiledImage fake_compile(const KernelSource& k, int) {
@@ -89,11 +116,21 @@ TEST(ExitChild, exits_while_the_tuned_kernel_compiles) {
   if (dir == nullptr) GTEST_SKIP() << "child half of the exit tests";
   const bool nvrtc = std::getenv("TROPICAL_TEST_EXIT_NVRTC") != nullptr;
   const bool dpx = std::getenv("TROPICAL_TEST_EXIT_DPX") != nullptr;
+  const bool shipped = std::getenv("TROPICAL_TEST_EXIT_SHIPPED") != nullptr;
   const int delay_ms = std::atoi(std::getenv("TROPICAL_TEST_EXIT_DELAY_MS"));
+  TierConfig tiers = tiers_for(nvrtc && !shipped);
+  if (shipped) {
+    tiers.table = TierTable{kShippedQuick, kShape, kShape, kCost};
+    tiers.ptx = kShippedPtx;
+    tiers.loader = std::make_shared<JitNoGpu>();
+    tiers.compiler = nullptr;
+  }
   // Leaked, as the process-wide registry of the API is: nothing destroys it at
   // exit (a static pointer, so LeakSanitizer sees it reachable).
   static Registry* const registry = new Registry(
-      nvrtc ? (dpx ? Catalog(kDpxTuned) : Catalog(kRealTuned)) : Catalog(kFakeTuned), cache_in(dir), tiers_for(nvrtc));
+      shipped ? Catalog(kCountingTuned)
+              : (nvrtc ? (dpx ? Catalog(kDpxTuned) : Catalog(kRealTuned)) : Catalog(kFakeTuned)),
+      cache_in(dir), std::move(tiers));
   if (registry->kernel(0, 0).tier != Tier::kQuick) std::_Exit(3);
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   std::exit(7);  // as if main returned 7, with the tuned compile in flight
@@ -104,7 +141,8 @@ struct ChildResult {
   double seconds = 0;
 };
 
-ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms, bool dpx = false) {
+ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms, bool dpx = false,
+                      bool shipped = false) {
   std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string filter = "--gtest_filter=ExitChild.*";
   char* argv[] = {exe.data(), filter.data(), nullptr};
@@ -115,6 +153,7 @@ ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms
   env.push_back("CUDA_CACHE_DISABLE=1");
   if (nvrtc) env.push_back("TROPICAL_TEST_EXIT_NVRTC=1");
   if (dpx) env.push_back("TROPICAL_TEST_EXIT_DPX=1");
+  if (shipped) env.push_back("TROPICAL_TEST_EXIT_SHIPPED=1");
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -184,6 +223,18 @@ TEST(ExitGuard, exit_during_a_later_kind_of_nvrtc_compile_waits_for_it_and_does_
     TempDir dir;
     const ChildResult r = run_child(dir.path(), true, delay_ms, true);
     EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the int16 compile: status " << r.status;
+    EXPECT_LT(r.seconds, 10.0 + 5.0);
+  }
+}
+
+TEST(ExitGuard, exit_during_the_first_real_compile_after_a_prepare_on_a_helper_thread_does_not_crash) {
+  // Quick kernel from shipped PTX (no NVRTC on the caller's thread), NVRTC's first compile the trivial
+  // prepare on a helper thread that has ended, then exit during the tuned counting gemm: the state of the
+  // crash at exit seen on the H200. Several moments into the compile.
+  for (int delay_ms : {0, 30, 100, 300, 600}) {
+    TempDir dir;
+    const ChildResult r = run_child(dir.path(), true, delay_ms, false, true);
+    EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the first tuned compile: status " << r.status;
     EXPECT_LT(r.seconds, 10.0 + 5.0);
   }
 }
