@@ -29,17 +29,27 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-/// One device of sm_90; loads nothing.
+/// One device of sm_90; loads nothing. With `jit`, a driver JIT that turns any PTX into a stand-in CUBIN.
 class NoGpu final : public DeviceLoader {
  public:
+  explicit NoGpu(bool jit = false) : jit_(jit) {}
   int device_count() override { return 1; }
   int arch(int) override { return 90; }
   LoadedModule load(int, const CompiledImage&, const std::string&, const std::function<std::string()>&) override {
     static char token;
     return {reinterpret_cast<CUmodule>(&token), reinterpret_cast<CUfunction>(&token)};
   }
+  std::optional<std::vector<std::byte>> jit(int, std::string_view, const std::string& name) override {
+    if (!jit_) return std::nullopt;
+    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(name.data()),
+                                  reinterpret_cast<const std::byte*>(name.data()) + name.size());
+  }
+  std::string jit_identity() noexcept override { return jit_ ? "fake-jit 1.0" : std::string(); }
   void unload(int, CUmodule) noexcept override {}
   bool capturing(CUstream) noexcept override { return false; }
+
+ private:
+  bool jit_;
 };
 
 constexpr LaunchShape kShape[] = {{16, 16, 64, 64, 0}};
@@ -66,24 +76,6 @@ const KernelSource kCountingTuned[] = {{0, catalog::kKernels[kCountingId].name, 
                                         catalog::kKernels[kCountingId].digest}};
 constexpr KernelSource kShippedQuick[] = {{0, "tropical_exit_quick", "quick", "q"}};
 constexpr ShippedPtx kShippedPtx[] = {{Tier::kQuick, 80, "ptx-digest", "PTX of tropical_exit_quick"}};
-
-/// NoGpu with a driver JIT that turns any PTX into a stand-in CUBIN.
-class JitNoGpu final : public DeviceLoader {
- public:
-  int device_count() override { return 1; }
-  int arch(int) override { return 90; }
-  LoadedModule load(int, const CompiledImage&, const std::string&, const std::function<std::string()>&) override {
-    static char token;
-    return {reinterpret_cast<CUmodule>(&token), reinterpret_cast<CUfunction>(&token)};
-  }
-  std::optional<std::vector<std::byte>> jit(int, std::string_view, const std::string& name) override {
-    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(name.data()),
-                                  reinterpret_cast<const std::byte*>(name.data()) + name.size());
-  }
-  std::string jit_identity() noexcept override { return "fake-jit 1.0"; }
-  void unload(int, CUmodule) noexcept override {}
-  bool capturing(CUstream) noexcept override { return false; }
-};
 
 constexpr auto kFakeCompileTime = 500ms;
 
@@ -122,7 +114,7 @@ TEST(ExitChild, exits_while_the_tuned_kernel_compiles) {
   if (shipped) {
     tiers.table = TierTable{kShippedQuick, kShape, kShape, kCost};
     tiers.ptx = kShippedPtx;
-    tiers.loader = std::make_shared<JitNoGpu>();
+    tiers.loader = std::make_shared<NoGpu>(true);
     tiers.compiler = nullptr;
   }
   // Leaked, as the process-wide registry of the API is: nothing destroys it at
