@@ -56,6 +56,7 @@ std::once_flag g_armed[3];
 // after the first run the handler only waits out the same deadline).
 constexpr int kMaxRegistrations = 4096;
 std::atomic<int> g_registrations{0};
+std::atomic<bool> g_any_armed{false};  // some point armed the handler: rearm() may register it again
 
 void register_again() noexcept {
   if (g_registrations.fetch_add(1, std::memory_order_relaxed) < kMaxRegistrations) std::atexit(on_exit);
@@ -66,6 +67,11 @@ void register_again() noexcept {
 void arm(After point) noexcept {
   state();  // constructed before the handler can run
   std::call_once(g_armed[static_cast<int>(point)], [] { std::atexit(on_exit); });
+  g_any_armed.store(true, std::memory_order_release);
+}
+
+void rearm() noexcept {
+  if (g_any_armed.load(std::memory_order_acquire) && !exiting()) register_again();
 }
 
 bool exiting() noexcept {

@@ -175,6 +175,10 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
         slot.first_call_ns = 0;
       }
       if (preparing.joinable()) preparing.join();
+      // The quick kernel's load (the driver's JIT, maybe loading its
+      // compiler) may have registered exit handlers while other kernels'
+      // tuned compiles run: the guard's goes after them again.
+      exit_guard::rearm();
       if (slot.current.load() != nullptr) {
         if (quick_only) return;
         if (!tier_config_.compiler) prepare();
@@ -191,6 +195,7 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
       }
     }
     ensure_tuned(id, device, slot);
+    exit_guard::rearm();  // as after a quick kernel's load
     if (slot.tuned_error) slot.error = slot.tuned_error;
   } catch (...) {
     slot.error = std::current_exception();

@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +44,7 @@ class NoGpu final : public DeviceLoader {
   }
   std::optional<std::vector<std::byte>> jit(int, std::string_view, const std::string& name) override {
     if (!jit_) return std::nullopt;
+    if (on_jit) on_jit(++jits_);
     return std::vector<std::byte>(reinterpret_cast<const std::byte*>(name.data()),
                                   reinterpret_cast<const std::byte*>(name.data()) + name.size());
   }
@@ -48,14 +52,24 @@ class NoGpu final : public DeviceLoader {
   void unload(int, CUmodule) noexcept override {}
   bool capturing(CUstream) noexcept override { return false; }
 
+  std::function<void(int)> on_jit;  // called with the JIT's call count, before it returns
+
  private:
   bool jit_;
+  int jits_ = 0;
 };
 
 constexpr LaunchShape kShape[] = {{16, 16, 64, 64, 0}};
 constexpr TierCost kCost[] = {{1000.0, 1000.0}};
 constexpr KernelSource kFakeTuned[] = {{0, "tropical_exit", "tuned", "t"}};
 constexpr KernelSource kFakeQuick[] = {{0, "tropical_exit_quick", "quick", "q"}};
+// Two kernels whose quick tiers ship PTX (the driver's JIT serves them).
+constexpr KernelSource kTwoTuned[] = {{0, "tropical_exit", "tuned", "t"}, {1, "tropical_exit2", "tuned", "t2"}};
+constexpr KernelSource kTwoQuick[] = {{0, "tropical_exit_quick", "quick", "q"},
+                                      {1, "tropical_exit2_quick", "quick", "q2"}};
+constexpr LaunchShape kTwoShapes[] = {{16, 16, 64, 64, 0}, {16, 16, 64, 64, 0}};
+constexpr TierCost kTwoCosts[] = {{1000.0, 1000.0}, {1000.0, 1000.0}};
+constexpr ShippedPtx kTwoPtx[] = {{Tier::kQuick, 80, "ptx-0", "PTX 0"}, {Tier::kQuick, 80, "ptx-1", "PTX 1"}};
 constexpr KernelSource kTrivialQuick[] = {
     {0, "tropical_exit_quick", "extern \"C\" __global__ void tropical_exit_quick() {}\n", "trivial"}};
 constexpr auto kRealId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplusF32);
@@ -79,8 +93,14 @@ constexpr ShippedPtx kShippedPtx[] = {{Tier::kQuick, 80, "ptx-digest", "PTX of t
 
 constexpr auto kFakeCompileTime = 500ms;
 
+std::atomic<int> g_fake_compiles{0};  // fake tuned compiles in flight
+
 CompiledImage fake_compile(const KernelSource& k, int) {
-  if (!k.name.ends_with("_quick")) std::this_thread::sleep_for(kFakeCompileTime);
+  if (!k.name.ends_with("_quick")) {
+    ++g_fake_compiles;
+    std::this_thread::sleep_for(kFakeCompileTime);
+    --g_fake_compiles;
+  }
   CompiledImage image;
   image.ptx = std::string(k.name);
   image.cubin.assign(reinterpret_cast<const std::byte*>(k.name.data()),
@@ -128,24 +148,57 @@ TEST(ExitChild, exits_while_the_tuned_kernel_compiles) {
   std::exit(7);  // as if main returned 7, with the tuned compile in flight
 }
 
+// An exit handler like one a driver registers when its JIT first loads its
+// compiler: it tears down what a compile in flight uses (here: the child dies
+// with status 9 if a tuned compile is still running when it runs).
+void driver_teardown() {
+  if (g_fake_compiles.load() > 0) std::_Exit(9);
+}
+
+// Runs only as a child of the test below: kernel 0's first use queues its
+// tuned compile; kernel 1's quick kernel then comes from the JIT, whose second
+// call registers driver_teardown while kernel 0's compile runs; exit at once.
+TEST(ExitChild, exits_after_a_late_exit_handler) {
+  const char* dir = std::getenv("TROPICAL_TEST_LATE_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "child half of the late-handler test";
+  auto loader = std::make_shared<NoGpu>(true);
+  loader->on_jit = [](int calls) {
+    if (calls == 2) std::atexit(driver_teardown);
+  };
+  TierConfig tiers;
+  tiers.table = TierTable{kTwoQuick, kTwoShapes, kTwoShapes, kTwoCosts};
+  tiers.ptx = kTwoPtx;
+  tiers.loader = loader;
+  tiers.compiler = fake_compile;
+  static Registry* const registry = new Registry(kTwoTuned, cache_in(dir), std::move(tiers));
+  if (registry->kernel(0, 0).tier != Tier::kQuick) std::_Exit(3);
+  const auto deadline = Clock::now() + 5s;
+  while (g_fake_compiles.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  if (g_fake_compiles.load() == 0) std::_Exit(4);  // kernel 0's tuned compile never started
+  if (registry->kernel(1, 0).tier != Tier::kQuick) std::_Exit(5);
+  std::exit(7);
+}
+
 struct ChildResult {
   int status = -1;  // exit status, or -signal
   double seconds = 0;
 };
 
 ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms, bool dpx = false,
-                      bool shipped = false) {
+                      bool shipped = false, bool late = false) {
   std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=ExitChild.*";
+  std::string filter = late ? "--gtest_filter=ExitChild.exits_after_a_late_exit_handler"
+                            : "--gtest_filter=ExitChild.exits_while_the_tuned_kernel_compiles";
   char* argv[] = {exe.data(), filter.data(), nullptr};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  env.push_back("TROPICAL_TEST_EXIT_DIR=" + dir.string());
+  if (!late) env.push_back("TROPICAL_TEST_EXIT_DIR=" + dir.string());
   env.push_back("TROPICAL_TEST_EXIT_DELAY_MS=" + std::to_string(delay_ms));
   env.push_back("CUDA_CACHE_DISABLE=1");
   if (nvrtc) env.push_back("TROPICAL_TEST_EXIT_NVRTC=1");
   if (dpx) env.push_back("TROPICAL_TEST_EXIT_DPX=1");
   if (shipped) env.push_back("TROPICAL_TEST_EXIT_SHIPPED=1");
+  if (late) env.push_back("TROPICAL_TEST_LATE_DIR=" + dir.string());
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -228,6 +281,18 @@ TEST(ExitGuard, exit_during_the_first_real_compile_after_a_prepare_on_a_helper_t
     const ChildResult r = run_child(dir.path(), true, delay_ms, false, true);
     EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the first tuned compile: status " << r.status;
     EXPECT_LT(r.seconds, 10.0 + 5.0);
+  }
+}
+
+TEST(ExitGuard, a_handler_registered_by_a_later_first_use_runs_after_the_compile_in_flight) {
+  // The guard's handler is registered again after every first use (exit_guard::rearm), so an exit handler
+  // that a later kernel's quick load registers while an earlier kernel's tuned compile runs still runs
+  // after the guard's wait.
+  for (int run = 0; run < 3; ++run) {
+    TempDir dir;
+    const ChildResult r = run_child(dir.path(), false, 0, false, false, true);
+    EXPECT_EQ(r.status, 7) << "status 9: the late handler ran while the compile was in flight; 3-5: setup";
+    EXPECT_LT(r.seconds, 0.5 * 2 + 5.0);
   }
 }
 
