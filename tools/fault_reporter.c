@@ -10,25 +10,37 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+// Writes the first n bytes of buf (snprintf's count, clamped to what buf holds).
+static void put(const char* buf, int n, size_t size) {
+  if (n < 0) return;
+  if ((size_t)n >= size) n = (int)size - 1;
+  ssize_t w = write(2, buf, (size_t)n);
+  (void)w;
+}
+
 static void on_fault(int sig, siginfo_t* si, void* ctx) {
   (void)ctx;
   char buf[512];
-  int n = snprintf(buf, sizeof buf, "\n[segv] signal %d at %p in tid %ld\n", sig, si->si_addr, (long)syscall(SYS_gettid));
-  write(2, buf, n);
+  put(buf, snprintf(buf, sizeof buf, "\n[segv] signal %d at %p in tid %ld\n", sig, si->si_addr, (long)syscall(SYS_gettid)),
+      sizeof buf);
   void* frames[64];
   int k = backtrace(frames, 64);
   for (int i = 0; i < k; ++i) {
     Dl_info d;
-    if (dladdr(frames[i], &d) && d.dli_fname)
-      n = snprintf(buf, sizeof buf, "[segv]  #%d %s+0x%lx %s\n", i, strrchr(d.dli_fname, '/') ? strrchr(d.dli_fname, '/') + 1 : d.dli_fname,
+    int n;
+    if (dladdr(frames[i], &d) && d.dli_fname) {
+      const char* file = strrchr(d.dli_fname, '/') ? strrchr(d.dli_fname, '/') + 1 : d.dli_fname;
+      n = snprintf(buf, sizeof buf, "[segv]  #%d %s+0x%lx %s\n", i, file,
                    (unsigned long)((char*)frames[i] - (char*)d.dli_fbase), d.dli_sname ? d.dli_sname : "");
-    else
+    } else {
       n = snprintf(buf, sizeof buf, "[segv]  #%d %p\n", i, frames[i]);
-    write(2, buf, n);
+    }
+    put(buf, n, sizeof buf);
   }
   signal(sig, SIG_DFL);
   raise(sig);
 }
+
 __attribute__((constructor)) static void install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

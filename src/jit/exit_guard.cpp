@@ -52,13 +52,16 @@ std::once_flag g_armed[3];
 // crashed inside nvrtcCompileProgram at exit while this handler still waited
 // for that compile, in 3 of 5 runs that followed other test binaries. So the
 // handler is registered again at the end of every guarded job (every compile
-// is one), up to a bound (each registration is one entry in libc's list;
-// after the first run the handler only waits out the same deadline).
+// is one) and after every foreground load of a kernel (rearm(): the driver's
+// JIT may register handlers while other kernels compile in the background),
+// up to a bound (each registration is one entry in libc's list; after the
+// first run the handler only waits out the same deadline).
 constexpr int kMaxRegistrations = 4096;
 std::atomic<int> g_registrations{0};
 std::atomic<bool> g_any_armed{false};  // some point armed the handler: rearm() may register it again
 
 void register_again() noexcept {
+  if (g_registrations.load(std::memory_order_relaxed) >= kMaxRegistrations) return;  // no count past the bound
   if (g_registrations.fetch_add(1, std::memory_order_relaxed) < kMaxRegistrations) std::atexit(on_exit);
 }
 

@@ -100,6 +100,16 @@ const KernelSource& Registry::source(std::uint32_t id, Tier tier) const {
 }
 
 Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmodule& module) {
+  // A load in the foreground (the driver's JIT, which may load its compiler;
+  // a module load; a compile) may register exit handlers while other kernels'
+  // tuned compiles run in the background: the exit guard's handler goes after
+  // them again, however the load ends (a background job's guard does that
+  // when the job ends).
+  struct Rearm {
+    ~Rearm() {
+      if (!t_background) exit_guard::rearm();
+    }
+  } const rearm;
   const auto start = Clock::now();
   const CompiledImage& img = device_image(id, device, arch, tier);
   const auto fetch_ptx = [&] {
@@ -175,10 +185,6 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
         slot.first_call_ns = 0;
       }
       if (preparing.joinable()) preparing.join();
-      // The quick kernel's load (the driver's JIT, maybe loading its
-      // compiler) may have registered exit handlers while other kernels'
-      // tuned compiles run: the guard's goes after them again.
-      exit_guard::rearm();
       if (slot.current.load() != nullptr) {
         if (quick_only) return;
         if (!tier_config_.compiler) prepare();
@@ -195,7 +201,6 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
       }
     }
     ensure_tuned(id, device, slot);
-    exit_guard::rearm();  // as after a quick kernel's load
     if (slot.tuned_error) slot.error = slot.tuned_error;
   } catch (...) {
     slot.error = std::current_exception();

@@ -285,7 +285,7 @@ TEST(ExitGuard, exit_during_the_first_real_compile_after_a_prepare_on_a_helper_t
 }
 
 TEST(ExitGuard, a_handler_registered_by_a_later_first_use_runs_after_the_compile_in_flight) {
-  // The guard's handler is registered again after every first use (exit_guard::rearm), so an exit handler
+  // The guard's handler is registered again after every foreground load (exit_guard::rearm), so an exit handler
   // that a later kernel's quick load registers while an earlier kernel's tuned compile runs still runs
   // after the guard's wait.
   for (int run = 0; run < 3; ++run) {

@@ -5,9 +5,9 @@ namespace tropical::jit::exit_guard {
 /// Where the exit handler is registered: after the first NVRTC compile of the
 /// process, after the driver is first used for a background job, and before
 /// the storage's first background copy (storage/promotion.hpp); and again at
-/// the end of every guarded job, compiles included, and of every first use of
-/// a kernel (rearm()): NVRTC and the driver may register handlers of their own
-/// after their first use too. 4096 re-registrations at most.
+/// the end of every guarded job, compiles included, and of every load of a
+/// kernel outside one (rearm()): NVRTC and the driver may register handlers of
+/// their own after their first use too. 4096 re-registrations at most.
 enum class After { kCompiler, kDriver, kPromotion };
 
 /// Registers, once per point, an exit handler that stops new guarded work and
@@ -20,8 +20,8 @@ void arm(After point) noexcept;
 /// Registers the handler again, if some point armed it (bounded with the
 /// re-registrations after guarded jobs): after a foreground call that may have
 /// registered exit handlers of its own while guarded work runs, such as the
-/// driver's JIT of a kernel's quick tier (the registry calls it at the end of
-/// every first use). Thread-safe; never throws.
+/// driver's JIT of a kernel's quick tier (the registry calls it after every
+/// load of a kernel outside a background job). Thread-safe; never throws.
 void rearm() noexcept;
 
 /// The longest the exit handler waits for guarded work.
