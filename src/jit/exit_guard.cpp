@@ -54,9 +54,10 @@ std::once_flag g_armed[3];
 // handler is registered again at the end of every guarded job (every compile
 // is one) and after every foreground load of a kernel (rearm(): the driver's
 // JIT may register handlers while other kernels compile in the background),
-// up to a bound (each registration is one entry in libc's list; after the
-// first run the handler only waits out the same deadline).
-constexpr int kMaxRegistrations = 4096;
+// up to a bound (each registration is one entry in libc's list, ~32 bytes;
+// after the first run the handler only waits out the same deadline): room for
+// 8 GPUs x every kernel of the catalog x (2 loads + 1 job), ~4,400, and more.
+constexpr int kMaxRegistrations = 16384;
 std::atomic<int> g_registrations{0};
 std::atomic<bool> g_any_armed{false};  // some point armed the handler: rearm() may register it again
 

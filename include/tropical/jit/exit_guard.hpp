@@ -7,7 +7,7 @@ namespace tropical::jit::exit_guard {
 /// the storage's first background copy (storage/promotion.hpp); and again at
 /// the end of every guarded job, compiles included, and of every load of a
 /// kernel outside one (rearm()): NVRTC and the driver may register handlers of
-/// their own after their first use too. 4096 re-registrations at most.
+/// their own after their first use too. 16384 re-registrations at most.
 enum class After { kCompiler, kDriver, kPromotion };
 
 /// Registers, once per point, an exit handler that stops new guarded work and
