@@ -88,7 +88,6 @@ const KernelSource kDpxTuned[] = {{0, catalog::kKernels[kDpxId].name, catalog::k
 constexpr auto kCountingId = static_cast<std::size_t>(catalog::KernelId::kGemmCountingF32);
 const KernelSource kCountingTuned[] = {{0, catalog::kKernels[kCountingId].name, catalog::kKernels[kCountingId].source,
                                         catalog::kKernels[kCountingId].digest}};
-constexpr KernelSource kShippedQuick[] = {{0, "tropical_exit_quick", "quick", "q"}};
 constexpr ShippedPtx kShippedPtx[] = {{Tier::kQuick, 80, "ptx-digest", "PTX of tropical_exit_quick"}};
 
 constexpr auto kFakeCompileTime = 500ms;
@@ -122,17 +121,23 @@ TierConfig tiers_for(bool nvrtc) {
   return tiers;
 }
 
+/// What a child process compiles when it exits (run_child): a fake 0.5 s compile, NVRTC on the quick gemm,
+/// NVRTC on the int16 gemm, NVRTC on the counting gemm after a quick kernel from the JIT, or the
+/// late-handler scenario (ExitChild.exits_after_a_late_exit_handler).
+enum class Child { kFake, kNvrtc, kDpx, kShipped, kLate };
+
 // Runs only as a child of the tests below.
 TEST(ExitChild, exits_while_the_tuned_kernel_compiles) {
   const char* dir = std::getenv("TROPICAL_TEST_EXIT_DIR");
-  if (dir == nullptr) GTEST_SKIP() << "child half of the exit tests";
-  const bool nvrtc = std::getenv("TROPICAL_TEST_EXIT_NVRTC") != nullptr;
-  const bool dpx = std::getenv("TROPICAL_TEST_EXIT_DPX") != nullptr;
-  const bool shipped = std::getenv("TROPICAL_TEST_EXIT_SHIPPED") != nullptr;
+  const char* mode = std::getenv("TROPICAL_TEST_EXIT_MODE");
+  if (dir == nullptr || mode == nullptr) GTEST_SKIP() << "child half of the exit tests";
+  const auto child = static_cast<Child>(std::atoi(mode));
+  if (child == Child::kLate) GTEST_SKIP() << "the late-handler child";
+  const bool nvrtc = child != Child::kFake, dpx = child == Child::kDpx, shipped = child == Child::kShipped;
   const int delay_ms = std::atoi(std::getenv("TROPICAL_TEST_EXIT_DELAY_MS"));
   TierConfig tiers = tiers_for(nvrtc && !shipped);
   if (shipped) {
-    tiers.table = TierTable{kShippedQuick, kShape, kShape, kCost};
+    tiers.table = TierTable{kFakeQuick, kShape, kShape, kCost};
     tiers.ptx = kShippedPtx;
     tiers.loader = std::make_shared<NoGpu>(true);
     tiers.compiler = nullptr;
@@ -159,8 +164,11 @@ void driver_teardown() {
 // tuned compile; kernel 1's quick kernel then comes from the JIT, whose second
 // call registers driver_teardown while kernel 0's compile runs; exit at once.
 TEST(ExitChild, exits_after_a_late_exit_handler) {
-  const char* dir = std::getenv("TROPICAL_TEST_LATE_DIR");
-  if (dir == nullptr) GTEST_SKIP() << "child half of the late-handler test";
+  const char* dir = std::getenv("TROPICAL_TEST_EXIT_DIR");
+  const char* mode = std::getenv("TROPICAL_TEST_EXIT_MODE");
+  if (dir == nullptr || mode == nullptr || static_cast<Child>(std::atoi(mode)) != Child::kLate) {
+    GTEST_SKIP() << "child half of the late-handler test";
+  }
   auto loader = std::make_shared<NoGpu>(true);
   loader->on_jit = [](int calls) {
     if (calls == 2) std::atexit(driver_teardown);
@@ -184,21 +192,16 @@ struct ChildResult {
   double seconds = 0;
 };
 
-ChildResult run_child(const std::filesystem::path& dir, bool nvrtc, int delay_ms, bool dpx = false,
-                      bool shipped = false, bool late = false) {
+ChildResult run_child(const std::filesystem::path& dir, Child child, int delay_ms) {
   std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = late ? "--gtest_filter=ExitChild.exits_after_a_late_exit_handler"
-                            : "--gtest_filter=ExitChild.exits_while_the_tuned_kernel_compiles";
+  std::string filter = "--gtest_filter=ExitChild.*";
   char* argv[] = {exe.data(), filter.data(), nullptr};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  if (!late) env.push_back("TROPICAL_TEST_EXIT_DIR=" + dir.string());
+  env.push_back("TROPICAL_TEST_EXIT_DIR=" + dir.string());
+  env.push_back("TROPICAL_TEST_EXIT_MODE=" + std::to_string(static_cast<int>(child)));
   env.push_back("TROPICAL_TEST_EXIT_DELAY_MS=" + std::to_string(delay_ms));
   env.push_back("CUDA_CACHE_DISABLE=1");
-  if (nvrtc) env.push_back("TROPICAL_TEST_EXIT_NVRTC=1");
-  if (dpx) env.push_back("TROPICAL_TEST_EXIT_DPX=1");
-  if (shipped) env.push_back("TROPICAL_TEST_EXIT_SHIPPED=1");
-  if (late) env.push_back("TROPICAL_TEST_LATE_DIR=" + dir.string());
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -225,7 +228,7 @@ TEST(ExitGuard, exit_during_a_background_compile_neither_crashes_nor_hangs_nor_l
   // compile (exit waits for the job in flight, here 0.5 s, never for more).
   for (int delay_ms : {0, 100}) {
     TempDir dir;
-    const ChildResult r = run_child(dir.path(), false, delay_ms);
+    const ChildResult r = run_child(dir.path(), Child::kFake, delay_ms);
     EXPECT_EQ(r.status, 7) << "the child crashed or did not exit through exit()";
     EXPECT_LT(r.seconds, 0.5 + 5.0);
     std::printf("exit %d ms after the first call: child ran %.3f s\n", delay_ms, r.seconds);
@@ -248,7 +251,7 @@ TEST(ExitGuard, exit_during_an_nvrtc_compile_waits_for_it_and_does_not_crash) {
   // about one exit in four (src/jit/exit_guard.cpp): try several moments.
   for (int delay_ms : {0, 20, 60, 120}) {
     TempDir dir;
-    const ChildResult r = run_child(dir.path(), true, delay_ms);
+    const ChildResult r = run_child(dir.path(), Child::kNvrtc, delay_ms);
     EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the compile: status " << r.status;
     EXPECT_LT(r.seconds, 10.0);
     Registry reader(kRealTuned, cache_in(dir.path()), tiers_for(true));
@@ -266,7 +269,7 @@ TEST(ExitGuard, exit_during_a_later_kind_of_nvrtc_compile_waits_for_it_and_does_
   // nvrtcCompileProgram at exit while the guard waited). Several moments.
   for (int delay_ms : {50, 300, 700}) {
     TempDir dir;
-    const ChildResult r = run_child(dir.path(), true, delay_ms, true);
+    const ChildResult r = run_child(dir.path(), Child::kDpx, delay_ms);
     EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the int16 compile: status " << r.status;
     EXPECT_LT(r.seconds, 10.0 + 5.0);
   }
@@ -278,7 +281,7 @@ TEST(ExitGuard, exit_during_the_first_real_compile_after_a_prepare_on_a_helper_t
   // crash at exit seen on the H200. Several moments into the compile.
   for (int delay_ms : {0, 30, 100, 300, 600}) {
     TempDir dir;
-    const ChildResult r = run_child(dir.path(), true, delay_ms, false, true);
+    const ChildResult r = run_child(dir.path(), Child::kShipped, delay_ms);
     EXPECT_EQ(r.status, 7) << "exit " << delay_ms << " ms into the first tuned compile: status " << r.status;
     EXPECT_LT(r.seconds, 10.0 + 5.0);
   }
@@ -290,7 +293,7 @@ TEST(ExitGuard, a_handler_registered_by_a_later_first_use_runs_after_the_compile
   // after the guard's wait.
   for (int run = 0; run < 3; ++run) {
     TempDir dir;
-    const ChildResult r = run_child(dir.path(), false, 0, false, false, true);
+    const ChildResult r = run_child(dir.path(), Child::kLate, 0);
     EXPECT_EQ(r.status, 7) << "status 9: the late handler ran while the compile was in flight; 3-5: setup";
     EXPECT_LT(r.seconds, 0.5 * 2 + 5.0);
   }
