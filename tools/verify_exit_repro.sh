@@ -5,6 +5,9 @@
 # variant, each run on a fresh copy: as is; with TROPICAL_TIERED=0 (no quick kernel from the driver's JIT,
 # no background compile); and under the atexit logger (who registers exit handlers after the guard).
 # A fault prints the faulting thread's backtrace (tools/fault_reporter.c). Needs a C compiler.
+# Only a run that is the first to JIT the counting kernels' quick PTX is at risk (a crashed run leaves the
+# driver's JIT cache as it was, a clean one fills it); libraries before the re-registration after foreground
+# loads crashed there, HEAD did not (bench/RESULTS.md, 2026-11-28, fifth session).
 set -u
 build=$(cd "$1" && pwd); runs=${2:-3}; tools=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -46,17 +46,21 @@ void on_exit() noexcept {
 
 std::once_flag g_armed[3];
 
-// Exit handlers registered after ours run before it, and NVRTC (or the driver)
-// may register some after its first compile: seen on the H100, a
-// gemm_gpu_test (int16 kernels after the f32 ones) and a `tropical verify`
-// crashed inside nvrtcCompileProgram at exit while this handler still waited
-// for that compile, in 3 of 5 runs that followed other test binaries. So the
-// handler is registered again at the end of every guarded job (every compile
-// is one) and after every foreground load of a kernel (rearm(): the driver's
-// JIT may register handlers while other kernels compile in the background),
-// up to a bound (each registration is one entry in libc's list, ~32 bytes;
-// after the first run the handler only waits out the same deadline): room for
-// 8 GPUs x every kernel of the catalog x (2 loads + 1 job), ~4,400, and more.
+// Exit handlers registered after ours run before it, and NVRTC or the driver
+// may register some after their first use: seen on the H100, a gemm_gpu_test
+// (int16 kernels after the f32 ones) and a `tropical verify` crashed inside
+// nvrtcCompileProgram at exit while this handler still waited for that
+// compile. So the handler is registered again at the end of every guarded job
+// (every compile is one) and after every foreground load of a kernel
+// (rearm()). The second is what the H200 needed (bench/RESULTS.md, 2026-11-28,
+// fifth session): the driver's PTX JIT registers four handlers of
+// libnvidia-ptxjitcompiler on its first compile in a process, here a kernel's
+// quick tier loaded after every other kernel came from the cache, and
+// `tropical verify` then crashed in NVRTC at exit in 5 runs of 5 without the
+// re-registration after foreground loads, 0 of 3 with it. The registrations
+// are bounded (each is one entry in libc's list, ~32 bytes; after the first
+// run the handler only waits out the same deadline): room for 8 GPUs x every
+// kernel of the catalog x (2 loads + 1 job), ~4,400, and more.
 constexpr int kMaxRegistrations = 16384;
 std::atomic<int> g_registrations{0};
 std::atomic<bool> g_any_armed{false};  // some point armed the handler: rearm() may register it again
