@@ -19,6 +19,7 @@ int __cxa_atexit(void (*f)(void*), void* arg, void* dso) {
   snprintf(buf, sizeof buf, "[atexit] %ld.%03ld tid=%ld fn=%s+0x%lx(%s) caller=%s\n", (long)t.tv_sec, t.tv_nsec / 1000000,
            (long)syscall(SYS_gettid), ha && a.dli_fname ? base(a.dli_fname) : "?", ha ? (unsigned long)((char*)f - (char*)a.dli_fbase) : 0UL,
            ha && a.dli_sname ? a.dli_sname : "?", hb && b.dli_fname ? base(b.dli_fname) : "?");
-  write(2, buf, strlen(buf));
+  ssize_t w = write(2, buf, strlen(buf));
+  (void)w;
   return real(f, arg, dso);
 }

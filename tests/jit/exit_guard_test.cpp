@@ -82,9 +82,10 @@ constexpr auto kDpxId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplus
 const KernelSource kDpxTuned[] = {{0, catalog::kKernels[kDpxId].name, catalog::kKernels[kDpxId].source,
                                    catalog::kKernels[kDpxId].digest}};
 
-// The state `tropical verify` crashed in at exit on the H200 (bench/RESULTS.md, 2026-11-28): the quick
-// kernel comes from shipped PTX through the driver's JIT, so NVRTC's first compile is the trivial prepare
-// on a helper thread, and the process exits during its first real compile, the tuned counting gemm.
+// The state `tropical verify` crashed in at exit on the H200 (bench/RESULTS.md, 2026-11-28), less its
+// cause: the quick kernel comes from shipped PTX through the driver's JIT, so NVRTC's first compile is the
+// trivial prepare on a helper thread, and the process exits during its first real compile, the tuned
+// counting gemm. The cause, exit handlers the JIT registers late, is the kLate child's.
 constexpr auto kCountingId = static_cast<std::size_t>(catalog::KernelId::kGemmCountingF32);
 const KernelSource kCountingTuned[] = {{0, catalog::kKernels[kCountingId].name, catalog::kKernels[kCountingId].source,
                                         catalog::kKernels[kCountingId].digest}};
@@ -278,7 +279,8 @@ TEST(ExitGuard, exit_during_a_later_kind_of_nvrtc_compile_waits_for_it_and_does_
 TEST(ExitGuard, exit_during_the_first_real_compile_after_a_prepare_on_a_helper_thread_does_not_crash) {
   // Quick kernel from shipped PTX (no NVRTC on the caller's thread), NVRTC's first compile the trivial
   // prepare on a helper thread that has ended, then exit during the tuned counting gemm: the state of the
-  // crash at exit seen on the H200. Several moments into the compile.
+  // crash at exit seen on the H200, without the driver's late exit handlers (the next test has those).
+  // Several moments into the compile.
   for (int delay_ms : {0, 30, 100, 300, 600}) {
     TempDir dir;
     const ChildResult r = run_child(dir.path(), Child::kShipped, delay_ms);
