@@ -68,7 +68,19 @@ def cupy(monkeypatch):
 def launches(monkeypatch):
     calls = []
     monkeypatch.setattr(_fast, "_launch", lambda *args: calls.append(args))
+    monkeypatch.setattr(_fast, "_launch_batched", lambda *args: calls.append(("batched",) + args))
     return calls
+
+
+def test_batches_go_to_one_batched_call_with_their_strides(cupy, launches):
+    """A 3-D operand is one batched launch; a 2-D one (or a batch of 1) broadcasts with batch stride 0."""
+    a = cupy.module.ndarray((3, 4, 5), "float32")
+    b = cupy.module.ndarray((5, 2), "float32", strides=(4, 20))  # column-major
+    cupy.stream.ptr = STREAM
+    c, arg = _fast.cupy_product(a, b, 0, False, True)
+    assert c.shape == arg.shape == (3, 4, 2) and arg.dtype == np.int32
+    assert launches == [("batched", 0, 0, (3, 20, 4, 5, 0, 5), (1, 0, 5, 2, 1, 5), 4, 2, 5, 3, a.data.ptr,
+                         b.data.ptr, c.data.ptr, arg.data.ptr, STREAM)]
 
 
 def test_row_and_column_major_operands_go_straight_to_one_c_call(cupy, launches):
@@ -102,7 +114,8 @@ def operands(cupy, case):
         "andor over float32": (f32((2, 2)), f32((2, 2)), True),
         "maxplus over uint8": (nd((2, 2), "uint8"), nd((2, 2), "uint8"), False),
         "1-d": (f32((2,)), f32((2, 2)), False),
-        "3-d": (f32((1, 2, 2)), f32((2, 2)), False),
+        "4-d": (f32((1, 1, 2, 2)), f32((2, 2)), False),
+        "batch sizes 2 and 3": (f32((2, 2, 2)), f32((3, 2, 2)), False),
         "two devices": (f32((2, 2)), f32((2, 2), device=1), False),
         "k mismatch": (f32((2, 3)), f32((2, 2)), False),
         "empty": (f32((0, 2)), f32((2, 2)), False),
@@ -113,7 +126,7 @@ def operands(cupy, case):
 
 
 @pytest.mark.parametrize("case", ["numpy operands", "mixed dtypes", "float16", "andor over float32",
-                                  "maxplus over uint8", "1-d", "3-d", "two devices", "k mismatch", "empty",
+                                  "maxplus over uint8", "1-d", "4-d", "batch sizes 2 and 3", "two devices", "k mismatch", "empty",
                                   "byte stride of half an element", "inner stride of two elements",
                                   "negative stride"])
 def test_unusual_operands_are_left_to_the_general_path(cupy, launches, case):
