@@ -104,24 +104,37 @@ def _launch_batched(s, t, oa, ob, m, n, k, batch, a, b, c, arg, stream):
         _lib.check(status)
 
 
+# Up to this many elements of dC a gradient comes from the batched kernel (batch 1 where there is none): one
+# thread per row or column, deterministic, and it zeroes its own output, so there is no memset call; above it
+# the scatter kernel's parallelism wins over the saved driver call.
+SMALL_BACKWARD = 1 << 14
+
+
 def _launch_backward(wrt_a, s, t, oa, ob, m, n, k, batch, gc, lgc, am, lam, other, grad, stream):
     """dA (wrt_a) or dB of every product into a new row-major gradient (batch, rows, cols) at `grad`; gc and am
     are dC and argmax with their (batch stride, ld); `other` the pointer of the operand that is not
     differentiated (oa or ob describes it)."""
     dll = _dll()
     if wrt_a:
-        name, ta, tb, ld_other, stride_other, ldg, size = "backward_a", 0, ob[4], ob[5], ob[1], k, m * k
+        ta, tb, ld_other, stride_other, ldg, size = 0, ob[4], ob[5], ob[1], k, m * k
     else:
-        name, ta, tb, ld_other, stride_other, ldg, size = "backward_b", oa[4], 0, oa[5], oa[1], n, k * n
-    prefix = "tropical_cpu_" if stream is None else "tropical_"
-    tail = () if stream is None else (stream,)
-    if batch == 1 and stride_other == 0:
-        status = getattr(dll, prefix + name)(s, t, ta, tb, m, n, k, gc, lgc[1], am, lam[1], other, ld_other, grad,
-                                             ldg, *tail)
+        ta, tb, ld_other, stride_other, ldg, size = oa[4], 0, oa[5], oa[1], n, k * n
+    gpu = stream is not None
+    if batch == 1 and (m * n > SMALL_BACKWARD or not gpu):
+        if gpu:
+            fn = dll.tropical_backward_a if wrt_a else dll.tropical_backward_b
+            status = fn(s, t, ta, tb, m, n, k, gc, lgc[1], am, lam[1], other, ld_other, grad, ldg, stream)
+        else:
+            fn = dll.tropical_cpu_backward_a if wrt_a else dll.tropical_cpu_backward_b
+            status = fn(s, t, ta, tb, m, n, k, gc, lgc[1], am, lam[1], other, ld_other, grad, ldg)
+    elif gpu:
+        fn = dll.tropical_backward_a_batched if wrt_a else dll.tropical_backward_b_batched
+        status = fn(s, t, ta, tb, m, n, k, gc, lgc[1], lgc[0], am, lam[1], lam[0], other, ld_other, stride_other,
+                    grad, ldg, size, batch, stream)
     else:
-        status = getattr(dll, prefix + name + "_batched")(s, t, ta, tb, m, n, k, gc, lgc[1], lgc[0], am, lam[1],
-                                                          lam[0], other, ld_other, stride_other, grad, ldg, size,
-                                                          batch, *tail)
+        fn = dll.tropical_cpu_backward_a_batched if wrt_a else dll.tropical_cpu_backward_b_batched
+        status = fn(s, t, ta, tb, m, n, k, gc, lgc[1], lgc[0], am, lam[1], lam[0], other, ld_other, stride_other,
+                    grad, ldg, size, batch)
     if status:
         _lib.check(status)
 
@@ -219,9 +232,9 @@ def torch_product(a, b, s, andor, want_argmax):
     return (c, arg) if want_argmax else c
 
 
-def torch_backward(wrt_a, grad_c, argmax, a, b, s):
-    """dA (wrt_a) or dB of C = a (x) b as a new tensor of the operand's shape, from dC and the forward's argmax
-    (any strides: a broadcast dC is copied once), or None for the general path."""
+def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b):
+    """(dA or None, dB or None) of C = a (x) b as new tensors of the operands' shapes, from dC (any strides: a
+    broadcast dC is copied once, for both) and the forward's argmax; None for the general path."""
     if _torch() is None:
         return None
     pair = _torch_pair(a, b, False)
@@ -251,17 +264,30 @@ def torch_backward(wrt_a, grad_c, argmax, a, b, s):
     if lam is None:
         argmax = argmax.contiguous()
         lam = row_major(shape, argmax.stride())
-    own, own_batch = (a, oa[0]) if wrt_a else (b, ob[0])
-    rows, cols = (m, k) if wrt_a else (k, n)
-    grad = own.new_empty((batch, rows, cols) if batched else (rows, cols))
-    _launch_backward(wrt_a, s, _CODES[name], oa, ob, m, n, k, batch, grad_c.data_ptr(), lgc, argmax.data_ptr(),
-                     lam, (b if wrt_a else a).data_ptr(), grad.data_ptr(),
-                     torch_stream(device) if device >= 0 else None)
-    if batched and own.dim() == 2:
-        return grad.sum(0) if batch > 1 else grad.view(rows, cols)
-    if batched and own_batch == 1 and batch > 1:
-        return grad.sum(0, keepdim=True)
-    return grad
+    stream = torch_stream(device) if device >= 0 else None
+    t, gc, am = _CODES[name], grad_c.data_ptr(), argmax.data_ptr()
+    grads = []
+    for wrt_a, need in ((True, need_a), (False, need_b)):
+        if not need:
+            grads.append(None)
+            continue
+        own, own_batch, other = (a, oa[0], b) if wrt_a else (b, ob[0], a)
+        rows, cols = (m, k) if wrt_a else (k, n)
+        grad = own.new_empty((batch, rows, cols) if batched else (rows, cols))
+        _launch_backward(wrt_a, s, t, oa, ob, m, n, k, batch, gc, lgc, am, lam, other.data_ptr(), grad.data_ptr(),
+                         stream)
+        if batched and own.dim() == 2:
+            grad = grad.sum(0) if batch > 1 else grad.view(rows, cols)
+        elif batched and own_batch == 1 and batch > 1:
+            grad = grad.sum(0, keepdim=True)
+        grads.append(grad)
+    return grads
+
+
+def torch_backward(wrt_a, grad_c, argmax, a, b, s):
+    """dA (wrt_a) or dB alone, like torch_gradients; None for the general path."""
+    grads = torch_gradients(grad_c, argmax, a, b, s, wrt_a, not wrt_a)
+    return None if grads is None else grads[0 if wrt_a else 1]
 
 
 # ---- CuPy ---------------------------------------------------------------------------------------------------
@@ -336,3 +362,51 @@ def cupy_product(a, b, s, andor, want_argmax):
         _launch(s, info[0], oa[4:], ob[4:], m, n, k, a.data.ptr, b.data.ptr, c.data.ptr,
                 arg.data.ptr if want_argmax else 0, current_stream().ptr)
     return (c, arg) if want_argmax else c
+
+
+def cupy_backward(wrt_a, grad_c, argmax, a, b, s):
+    """dA (wrt_a) or dB of C = a (x) b from dC and argmax, all CuPy arrays (float operands, int32 argmax, dC and
+    argmax with unit column stride), as a new array of the operand's shape; None for the general path."""
+    found = _cache.get("cupy") or _cupy()
+    if found is None:
+        return None
+    ndarray, types, int32, get_device, current_stream = found
+    if type(a) is not ndarray or type(b) is not ndarray or type(grad_c) is not ndarray or type(argmax) is not ndarray:
+        return None
+    dtype = a.dtype
+    info = types.get(dtype)
+    if info is None or info[0] > 1 or b.dtype != dtype or grad_c.dtype != dtype or argmax.dtype != int32:
+        return None
+    shape_a, shape_b = a.shape, b.shape
+    if len(shape_a) not in (2, 3) or len(shape_b) not in (2, 3) or 0 in shape_a or 0 in shape_b:
+        return None
+    device = a.data.device_id
+    if device != b.data.device_id or device != grad_c.data.device_id or device != argmax.data.device_id:
+        return None
+    size = info[2]
+    sa, sb, sg, sx = _cupy_strides(a, size), _cupy_strides(b, size), _cupy_strides(grad_c, size), \
+        _cupy_strides(argmax, 4)
+    if sa is None or sb is None or sg is None or sx is None:
+        return None
+    oa, ob = operand(shape_a, sa), operand(shape_b, sb)
+    if oa is None or ob is None:
+        return None
+    batch = _batch(oa[0], ob[0])
+    m, k, n = oa[2], oa[3], ob[3]
+    batched = len(shape_a) == 3 or len(shape_b) == 3
+    shape = (batch, m, n) if batched else (m, n)
+    if batch is None or ob[2] != k or grad_c.shape != shape or argmax.shape != shape:
+        return None
+    lgc, lam = row_major(shape, sg), row_major(shape, sx)
+    if lgc is None or lam is None:
+        return None
+    own_batch = oa[0] if wrt_a else ob[0]
+    if batched and (len(shape_a if wrt_a else shape_b) == 2 or (own_batch == 1 and batch > 1)):
+        return None  # a broadcast operand's gradient is a sum over the batch: the general path does it
+    if get_device() != device:
+        return None
+    rows, cols = (m, k) if wrt_a else (k, n)
+    grad = ndarray((batch, rows, cols) if batched else (rows, cols), dtype)
+    _launch_backward(wrt_a, s, info[0], oa, ob, m, n, k, batch, grad_c.data.ptr, lgc, argmax.data.ptr, lam,
+                     (b if wrt_a else a).data.ptr, grad.data.ptr, current_stream().ptr)
+    return grad

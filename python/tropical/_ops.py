@@ -271,8 +271,10 @@ def _rows_readable(x, name):
 
 def _backward(wrt_a, grad_c, argmax, a, b, semiring):
     s = _lib.SEMIRINGS.get(semiring.lower() if isinstance(semiring, str) else None)
-    if s in (0, 1, 2) and type(a).__module__ == "torch":
-        grad = _fast.torch_backward(wrt_a, grad_c, argmax, a, b, s)
+    if s in (0, 1, 2):
+        module = type(a).__module__
+        grad = _fast.torch_backward(wrt_a, grad_c, argmax, a, b, s) if module == "torch" else \
+            _fast.cupy_backward(wrt_a, grad_c, argmax, a, b, s) if module.startswith("cupy") else None
         if grad is not None:
             return grad
     p = _Product(a, b, semiring)

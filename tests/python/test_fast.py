@@ -173,3 +173,25 @@ def test_a_gradient_of_another_kind_than_the_operands_is_one_clear_error(cupy, l
     with pytest.raises(tropical.InvalidArgument, match="argmax is a numpy array but a is a cupy array"):
         tropical.backward_b(nd((2, 2), "float32"), np.zeros((2, 2), np.int32), a, b)
     assert launches == []
+
+
+def test_cupy_gradients_are_one_backward_call_into_a_new_array(cupy, monkeypatch):
+    """dA and dB of plain CuPy operands: one _launch_backward each with the mapped layouts; a broadcast operand
+    (its gradient a sum over the batch) and a column-major dC are left to the general path."""
+    calls = []
+    monkeypatch.setattr(_fast, "_launch_backward", lambda *args: calls.append(args))
+    nd = cupy.module.ndarray
+    a, b = nd((3, 4), "float32"), nd((4, 5), "float32", strides=(4, 16))
+    gc, arg = nd((3, 5), "float32"), nd((3, 5), "int32")
+    cupy.stream.ptr = STREAM
+    ga = _fast.cupy_backward(True, gc, arg, a, b, 0)
+    gb = _fast.cupy_backward(False, gc, arg, a, b, 2)
+    assert ga.shape == (3, 4) and gb.shape == (4, 5) and ga.dtype == gb.dtype == np.float32
+    assert calls[0][:9] == (True, 0, 0, (1, 0, 3, 4, 0, 4), (1, 0, 4, 5, 1, 4), 3, 5, 4, 1)
+    assert calls[0][9:] == (gc.data.ptr, (0, 5), arg.data.ptr, (0, 5), b.data.ptr, ga.data.ptr, STREAM)
+    assert calls[1][0] is False and calls[1][13] == a.data.ptr and calls[1][14] == gb.data.ptr
+    a3 = nd((2, 3, 4), "float32")
+    g3, arg3 = nd((2, 3, 5), "float32"), nd((2, 3, 5), "int32")
+    assert _fast.cupy_backward(False, g3, arg3, a3, b, 0) is None  # b broadcast over the batch
+    assert _fast.cupy_backward(True, nd((3, 5), "float32", strides=(4, 12)), arg, a, b, 0) is None
+    assert len(calls) == 2
