@@ -7,6 +7,7 @@ expressions (the targets of DESIGN.md's Python row; results in bench/RESULTS.md)
                                             once, rounds interleaved; N (5) fresh processes, median of medians
   python3 bench/python_step.py ops          each op alone at 64^3 (and a batch of 8) from torch and CuPy, paired
                                             round by round with the bare C ABI call on the same operands
+  python3 bench/python_step.py parts        the host time of each piece of a 64^3 step, torch's alike
   python3 bench/python_step.py kernels      1024^3: one step (CUDA events) against the sum of its kernels
   python3 bench/python_step.py argmax       8192^3 gemm_argmax rate: tropical.torch against the bare C call
   python3 bench/python_step.py profile      torch.profiler of the 64^3 step: where its host time goes
@@ -254,6 +255,56 @@ def argmax():
     print(f"  ratio: {statistics.median(rows['tropical.torch.matmul_argmax']) / statistics.median(rows['C ABI gemm_argmax']):.4f}")
 
 
+def parts_bench():
+    """Host time of each piece of a 64^3 step, in one process (which pieces a step's time is made of)."""
+    import torch
+    import tropical.torch as tt
+    from tropical import _fast
+    n = 64
+    a = torch.randn(n, n, device="cuda", requires_grad=True)
+    b = torch.randn(n, n, device="cuda", requires_grad=True)
+    ad, bd = a.detach(), b.detach()
+    c, arg = tt.matmul_argmax(ad, bd)
+    g = torch.ones((), device="cuda").expand(n, n)
+
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    def clear():
+        a.grad = b.grad = None
+
+    pieces = {
+        "matmul_argmax, no autograd": lambda: tt.matmul_argmax(ad, bd),
+        "maxplus_matmul with grad (forward only)": lambda: tt.maxplus_matmul(a, b),
+        "forward + sum": lambda: tt.maxplus_matmul(a, b).sum(),
+        "step (forward + sum + backward)": lambda: (clear(), tt.maxplus_matmul(a, b).sum().backward()),
+        "paired backward (_fast.torch_gradients)": lambda: _fast.torch_gradients(g, arg, ad, bd, 0, True, True),
+        "broadcast dC .contiguous()": lambda: g.contiguous(),
+        "torch a @ b with grad (forward only)": lambda: a @ b,
+        "torch (a @ b).sum()": lambda: (a @ b).sum(),
+        "torch step": lambda: (clear(), (a @ b).sum().backward()),
+        "identity autograd.Function step": lambda: (clear(), Identity.apply(a).sum().backward()),
+        "a.sum().backward() (no product)": lambda: (clear(), a.sum().backward()),
+    }
+    times = {name: [] for name in pieces}
+    for fn in pieces.values():
+        for _ in range(20):
+            fn()
+    torch.cuda.synchronize()
+    for r in range(7):
+        for name, fn in pieces.items():
+            times[name].append(per_call(fn, torch.cuda.synchronize))
+    print("\nthe pieces of a 64^3 step, host us per call (300 calls, one sync), median (min-max) of 7 rounds")
+    for name, t in times.items():
+        print(f"  {name:44s} {spread(t)}")
+
+
 def profile():
     import torch
     rows, (a, b) = steps(64)
@@ -276,7 +327,7 @@ def main(argv):
     if what == "step":
         step(int(argv[2]) if len(argv) > 2 else 5)
         return 0
-    parts = {"step": step, "ops": ops, "kernels": kernels, "argmax": argmax, "profile": profile}
+    parts = {"step": step, "ops": ops, "parts": parts_bench, "kernels": kernels, "argmax": argmax, "profile": profile}
     for name, fn in parts.items():
         if what in (name, "all"):
             fn()
