@@ -57,7 +57,8 @@ tropical_status tropical_cpu_backward_a(tropical_semiring semiring, tropical_dty
   return guarded([&] {
     const Problem p{to_trans(raw(ta), "ta"), to_trans(raw(tb), "tb"), m, n, k, 0, ldb, 0};
     with_types(raw(semiring), raw(dtype), Op::kBackwardA, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"}, {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardA>) {
         cpu::backward_a<S, T>(p.ta, p.tb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
@@ -76,7 +77,8 @@ tropical_status tropical_cpu_backward_b(tropical_semiring semiring, tropical_dty
   return guarded([&] {
     const Problem p{to_trans(raw(ta), "ta"), to_trans(raw(tb), "tb"), m, n, k, lda, 0, 0};
     with_types(raw(semiring), raw(dtype), Op::kBackwardB, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"}, {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardB>) {
         cpu::backward_b<S, T>(p.ta, p.tb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
@@ -131,7 +133,8 @@ tropical_status tropical_cpu_backward_a_batched(tropical_semiring semiring, trop
   return guarded([&] {
     const Problem p{to_trans(raw(ta), "ta"), to_trans(raw(tb), "tb"), m, n, k, 0, ldb, 0};
     with_types(raw(semiring), raw(dtype), Op::kBackwardABatched, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"}, {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardABatched>) {
         cpu::backward_a_batched<S, T>(p.ta, p.tb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
@@ -153,7 +156,8 @@ tropical_status tropical_cpu_backward_b_batched(tropical_semiring semiring, trop
   return guarded([&] {
     const Problem p{to_trans(raw(ta), "ta"), to_trans(raw(tb), "tb"), m, n, k, lda, 0, 0};
     with_types(raw(semiring), raw(dtype), Op::kBackwardBBatched, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"}, {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardBBatched>) {
         cpu::backward_b_batched<S, T>(p.ta, p.tb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,

@@ -62,7 +62,8 @@ tropical_status tropical_backward_a(tropical_semiring semiring, tropical_dtype d
   return guarded([&] {
     const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
     with_types(raw(semiring), raw(dtype), Op::kBackwardA, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"}, {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardA>) {
         tropical::backward_a<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
@@ -81,7 +82,8 @@ tropical_status tropical_backward_b(tropical_semiring semiring, tropical_dtype d
   return guarded([&] {
     const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
     with_types(raw(semiring), raw(dtype), Op::kBackwardB, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"}, {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardB>) {
         tropical::backward_b<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
@@ -136,7 +138,8 @@ tropical_status tropical_backward_a_batched(tropical_semiring semiring, tropical
   return guarded([&] {
     const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
     with_types(raw(semiring), raw(dtype), Op::kBackwardABatched, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"}, {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardABatched>) {
         tropical::backward_a_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
@@ -158,7 +161,8 @@ tropical_status tropical_backward_b_batched(tropical_semiring semiring, tropical
   return guarded([&] {
     const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
     with_types(raw(semiring), raw(dtype), Op::kBackwardBBatched, [&]<class S, class T>() {
-      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"}, {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
       check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardBBatched>) {
         tropical::backward_b_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
