@@ -12,6 +12,7 @@
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
+#include "tropical/jit/storage/log.hpp"
 
 // SSSE3 and AVX3_DL add nothing to max/min/add over SSE4 and AVX3 (AVX-512);
 // SVE and RVV have sizeless vectors, which cannot be held in the tile's arrays
@@ -264,17 +265,24 @@ constexpr IsaName kIsaNames[] = {
 
 /// The compiled targets the CPU supports, capped by TROPICAL_CPU_ISA (targets
 /// at or below the named one: Highway numbers better targets with lower bits).
-std::int64_t allowed_targets() {
+/// A name this CPU (or this build) lacks caps nothing: `lacking` receives it, for
+/// one warning once the choice is known (a cap below it would fall to scalar).
+std::int64_t allowed_targets(std::string& lacking) {
   std::int64_t allowed = hwy::SupportedTargets() & HWY_TARGETS;
   const char* env = std::getenv("TROPICAL_CPU_ISA");
   if (env == nullptr || *env == '\0') return allowed;
   for (const IsaName& isa : kIsaNames) {
-    if (std::strcmp(env, isa.name) == 0) return allowed & ~(isa.target - 1);
+    if (std::strcmp(env, isa.name) != 0) continue;
+    if (isa.target != HWY_SCALAR && (allowed & isa.target) == 0) {
+      lacking = env;
+      return allowed;
+    }
+    return allowed & ~(isa.target - 1);
   }
   std::fprintf(stderr,
                "tropical: TROPICAL_CPU_ISA=%s is not one of scalar, sse4, avx2, avx512, neon; using the best "
                "instruction set of this CPU\n",
-               env);
+               jit::terminal_safe(env).c_str());
   return allowed;
 }
 
@@ -288,7 +296,8 @@ Choice& choice() {
   static Choice c;
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::int64_t allowed = allowed_targets();
+    std::string lacking;
+    const std::int64_t allowed = allowed_targets(lacking);
     c.chosen.Update(allowed);
     const std::int64_t best = allowed & -allowed;
     c.name = "scalar";
@@ -297,6 +306,10 @@ Choice& choice() {
         c.name = isa.name;
         break;
       }
+    }
+    if (!lacking.empty()) {
+      std::fprintf(stderr, "tropical: TROPICAL_CPU_ISA=%s names an instruction set this CPU lacks; using the best it "
+                   "has (%s)\n", lacking.c_str(), c.name);
     }
   });
   return c;
