@@ -11,6 +11,8 @@ Usage: cli_test.py PATH_TO_TROPICAL
 import fcntl
 import json
 import os
+import platform
+import re
 import shutil
 import struct
 import subprocess
@@ -606,6 +608,27 @@ class CliTest(unittest.TestCase):
         self.assertIn("100000x100000x1", proc.stderr)
         self.assertIn("40.0 GB of host memory", proc.stderr)
         self.assertNotIn("bad_alloc", proc.stderr)
+
+    def test_a_cpu_isa_this_cpu_lacks_warns_once_and_uses_the_best_it_has(self):
+        gemm = ("gemm", "--device", "cpu", "-m", "4", "-n", "4", "-k", "4", "--repeat", "1")
+        best = re.search(r"on the CPU \((\w+),", self.run_tropical(*gemm).stdout).group(1)
+        lacking = "neon" if platform.machine() in ("x86_64", "AMD64", "i386", "i686") else "avx2"
+        proc = self.run_tropical(*gemm, env=dict(self.env, TROPICAL_CPU_ISA=lacking))
+        self.assertIn(f"on the CPU ({best},", proc.stdout)
+        self.assertEqual(proc.stderr.count("TROPICAL_CPU_ISA"), 1, proc.stderr)
+        self.assertIn(f"TROPICAL_CPU_ISA={lacking} names an instruction set this CPU lacks", proc.stderr)
+        self.assertIn(f"using the best it has ({best})", proc.stderr)
+
+    def test_escape_bytes_in_a_cache_path_do_not_reach_the_terminal(self):
+        cache = os.path.join(self.tmp, "ca\x1b[31mche\x07")
+        for args in [("stats",), ("stats", "--zero"), ("clear",), ("config", "max_size", "1G"), ("list", "--arch", "sm_90")]:
+            proc = self.run_tropical("--cache-dir", cache, *args)
+            for stream in (proc.stdout, proc.stderr):
+                self.assertNotIn("\x1b", stream, args)
+                self.assertNotIn("\x07", stream, args)
+        self.assertIn("ca?[31mche?", self.run_tropical("--cache-dir", cache, "stats").stdout)
+        # JSON keeps the name exact, escaped the JSON way.
+        self.assertEqual(self.json_of("--cache-dir", cache, "stats", "--json")["cache"]["dir"], cache)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,15 @@ TEST(CAbiEnums, every_product_refuses_each_enum_argument_outside_its_enum) {
   EXPECT_EQ(c_call(18, 0, kF64, kNo, kNo), TROPICAL_OK) << tropical_last_error();
 }
 
+TEST(CAbiMessages, control_bytes_a_caller_passed_are_not_sent_back_raw) {
+  std::uint32_t id = 0;
+  EXPECT_EQ(tropical_kernel_id("no\x1b[2Jsuch\akernel", &id), TROPICAL_ERROR_NOT_IN_CATALOG);
+  const std::string message = tropical_last_error();
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_EQ(message.find('\a'), std::string::npos) << message;
+  EXPECT_NE(message.find("no?[2Jsuch?kernel"), std::string::npos) << message;
+}
+
 /// Storage with room to place an element at any byte offset.
 struct Bytes {
   alignas(16) unsigned char data[256] = {};
