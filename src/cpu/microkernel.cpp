@@ -38,6 +38,9 @@ constexpr int kRows = 4, kVecs = 4, kArgRows = 4, kArgVecs = 2;
 #else
 constexpr int kRows = 6, kVecs = 2, kArgRows = 3, kArgVecs = 2;
 #endif
+// One-row tiles (products with m = 1, and n = 1 transposed): each step of k loads kRowVecs vectors of the B
+// panel once for one broadcast of A, so the panel streams at the load ports' rate.
+constexpr int kRowVecs = 4;
 // Group of k per argmax comparison: measured best (f32, 512^3) at 2 on AVX-512, 4 on AVX2.
 constexpr int kGroup = HWY_TARGET == HWY_AVX3 ? 2 : 4;
 
@@ -219,10 +222,14 @@ void Fill(KernelSet<T>* out) {
   out->mr = kRows;
   out->nr = kVecs * lanes;
   out->gemm = &GemmTile<S, T, kRows, kVecs>;
+  out->nr1 = kRowVecs * lanes;
+  out->gemm1 = &GemmTile<S, T, 1, kRowVecs>;
   if constexpr (sizeof(T) >= 4) {  // a byte or a 16-bit lane cannot hold k: AndOr's and int16's argmax stay scalar
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
     out->argmax = &ArgmaxTile<S, T, kArgRows, kArgVecs>;
+    out->nra1 = kRowVecs * lanes;
+    out->argmax1 = &ArgmaxTile<S, T, 1, kRowVecs>;
   }
 }
 
