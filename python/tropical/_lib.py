@@ -111,10 +111,13 @@ _NVRTC_WHEEL_PATHS = (("nvidia", "cu13", "lib", "libnvrtc.so.13"), ("nvidia", "c
 
 
 def _wheel_nvrtc(paths=None):
-    """The libnvrtc.so.13 of an installed nvidia-cuda-nvrtc wheel on the import path (sys.path), or None."""
+    """The libnvrtc.so.13 of an installed nvidia-cuda-nvrtc wheel on the import path (sys.path), or None; the
+    current directory ("" on the path) is not searched: no library is loaded from wherever Python was started."""
     for entry in sys.path if paths is None else paths:
+        if not entry:
+            continue
         for parts in _NVRTC_WHEEL_PATHS:
-            candidate = os.path.join(entry or os.curdir, *parts)
+            candidate = os.path.join(entry, *parts)
             if os.path.isfile(candidate):
                 return os.path.abspath(candidate)
     return None

@@ -48,3 +48,9 @@ def test_nothing_installed_leaves_the_toolkit(tmp_path, monkeypatch):
     monkeypatch.delenv("TROPICAL_NVRTC", raising=False)
     _lib._use_wheel_nvrtc()
     assert "TROPICAL_NVRTC" not in os.environ
+
+
+def test_current_directory_is_not_searched(tmp_path, monkeypatch):
+    _fake_wheel(tmp_path, "nvidia", "cu13", "lib")
+    monkeypatch.chdir(tmp_path)
+    assert _lib._wheel_nvrtc([""]) is None
