@@ -3,6 +3,7 @@
 
 import ctypes
 import os
+import sys
 import threading
 
 from ._errors import Unavailable, from_status
@@ -73,7 +74,8 @@ _RESULTS = {
 
 
 def _candidates():
-    """Where libtropical may be, in order: $TROPICAL_LIBRARY, the install's libdir, the loader's path."""
+    """Where libtropical may be, in order: $TROPICAL_LIBRARY, the wheel's own copy inside the package, the
+    install's libdir, the loader's path."""
     explicit = os.environ.get("TROPICAL_LIBRARY")
     if explicit:
         return [explicit]
@@ -82,10 +84,14 @@ def _candidates():
         from . import _install  # written by meson at install time
     except ImportError:
         _install = None
-    if _install is not None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    if _install is not None and getattr(_install, "PACKAGE_LIBDIR", ""):
+        candidate = os.path.join(here, _install.PACKAGE_LIBDIR, _install.LIBRARY)
+        if os.path.exists(candidate):
+            found.append(candidate)
+    elif _install is not None:
         # Walk up from the package: <prefix>/<purelib>/tropical -> <prefix>/<libdir>/<name>, so a moved
         # prefix still finds its own library.
-        here = os.path.dirname(os.path.abspath(__file__))
         parent = here
         while True:
             parent, tail = os.path.split(parent)
@@ -97,6 +103,35 @@ def _candidates():
                 break
     found.append("libtropical.so.0")
     return found
+
+
+# Where the nvidia-cuda-nvrtc wheel puts libnvrtc under a site directory: CUDA 13's wheels share
+# nvidia/cu13/lib, earlier ones had a directory per component.
+_NVRTC_WHEEL_PATHS = (("nvidia", "cu13", "lib", "libnvrtc.so.13"), ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.13"))
+
+
+def _wheel_nvrtc(paths=None):
+    """The libnvrtc.so.13 of an installed nvidia-cuda-nvrtc wheel on the import path (sys.path), or None; the
+    current directory ("" on the path) is not searched: no library is loaded from wherever Python was started."""
+    for entry in sys.path if paths is None else paths:
+        if not entry:
+            continue
+        for parts in _NVRTC_WHEEL_PATHS:
+            candidate = os.path.join(entry, *parts)
+            if os.path.isfile(candidate):
+                return os.path.abspath(candidate)
+    return None
+
+
+def _use_wheel_nvrtc():
+    """Points the library at a pip-installed NVRTC when $TROPICAL_NVRTC is unset: the library reads
+    $TROPICAL_NVRTC on its first compile and otherwise looks in the CUDA toolkit it was built against, which a
+    machine with only pip's CUDA wheels (torch's, say) lacks. Sets os.environ, so child processes agree."""
+    if os.environ.get("TROPICAL_NVRTC"):
+        return
+    found = _wheel_nvrtc()
+    if found is not None:
+        os.environ["TROPICAL_NVRTC"] = found
 
 
 class _Library:
@@ -117,6 +152,7 @@ class _Library:
 
     @staticmethod
     def _open():
+        _use_wheel_nvrtc()
         errors = []
         for path in _candidates():
             try:
