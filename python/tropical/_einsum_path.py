@@ -1,0 +1,105 @@
+"""Planning an einsum: the contraction order (greedy, TreeSA, or a given opt_einsum-format path), the labels
+to slice under a memory limit, and the order's cost; ``tropical.einsum_path``."""
+
+import math
+import time
+
+from . import _einsum_parse, _einsum_slicing, _einsum_tree
+from ._einsum_greedy import greedy
+from ._einsum_treesa import treesa
+from ._errors import InvalidArgument
+
+OPTIMIZERS = ("greedy", "treesa")
+
+
+class PathInfo:
+    """What einsum_path found: log2_time (log2 of the multiply-adds, all slices together), log2_space (log2 of the
+    largest tensor made), largest_intermediate (its element count), sliced (the labels sliced), slices (how
+    many), optimizer, planning_seconds, and the equation's labels and sizes."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self):
+        sliced = f", sliced {list(self.sliced)} into {self.slices}" if self.sliced else ""
+        return (f"PathInfo({self.optimizer}: log2 time {self.log2_time:.2f}, log2 space {self.log2_space:.2f}, "
+                f"largest intermediate {self.largest_intermediate} elements{sliced}, planned in "
+                f"{self.planning_seconds:.3f} s)")
+
+
+class Plan:
+    """A network, its contraction tree and sliced labels: what the executor runs."""
+
+    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info")
+
+    def __init__(self, network, problem, labels, tree, sliced, info):
+        self.network, self.problem, self.labels, self.tree = network, problem, labels, tree
+        self.sliced, self.info = sliced, info
+
+    def sliced_labels(self):
+        return [label for i, label in enumerate(self.labels) if self.sliced >> i & 1]
+
+
+def _tree(problem, optimize, memory_limit, count):
+    if isinstance(optimize, str):
+        name = optimize.lower()
+        if name == "greedy":
+            return greedy(problem), "greedy"
+        if name == "treesa":
+            target = None if memory_limit is None else math.log2(max(memory_limit, 1))
+            start = greedy(problem)
+            if target is not None:
+                target = min(target, start.cost(problem)[1])
+            return treesa(problem, sc_target=target, start=start), "treesa"
+        raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, or a path (a list "
+                              "of tuples of operand positions, opt_einsum's format)")
+    if optimize is None or isinstance(optimize, bool):
+        raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, or a path")
+    path = list(optimize)
+    if path and isinstance(path[0], str) and path[0] == "einsum_path":  # numpy.einsum_path's own format
+        path = path[1:]
+    return _einsum_tree.from_path(path, count), "path"
+
+
+def plan(network, optimize="greedy", memory_limit=None):
+    """The Plan of a parsed network."""
+    start = time.perf_counter()
+    problem, labels = _einsum_tree.problem_of(network)
+    tree, name = _tree(problem, optimize, memory_limit, len(network.inputs))
+    if memory_limit is not None:
+        out_size = math.prod(network.sizes[label] for label in network.output)
+        if out_size > memory_limit:
+            raise InvalidArgument(f"tropical: memory_limit {memory_limit} is smaller than the output "
+                                  f"({out_size} elements)")
+    sliced = _einsum_slicing.choose(problem, tree, memory_limit)
+    sliced_problem = problem.without(sliced)
+    log2_time, log2_space, largest = tree.cost(sliced_problem)
+    slices = _einsum_slicing.slice_count(problem, sliced)
+    info = PathInfo(optimizer=name, log2_time=log2_time + math.log2(slices), log2_space=log2_space,
+                    largest_intermediate=round(2.0 ** largest) if tree.children else 0,
+                    sliced=tuple(label for i, label in enumerate(labels) if sliced >> i & 1), slices=slices,
+                    planning_seconds=time.perf_counter() - start, sizes=dict(network.sizes),
+                    inputs=list(network.inputs), output=network.output)
+    return Plan(network, problem, labels, tree, sliced, info)
+
+
+def _shape_of(x, position):
+    if hasattr(x, "shape"):
+        return tuple(int(d) for d in x.shape)
+    try:
+        return tuple(int(d) for d in x)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"tropical: operand {position} is neither an array nor a shape") from None
+
+
+def einsum_path(*args, optimize="greedy", memory_limit=None):
+    """(path, info) for einsum_path(equation, *operands_or_shapes) or the interleaved form: path in opt_einsum's
+    format (pass it back as optimize=), info a PathInfo with the order's log2 time and space, its largest
+    intermediate and the sliced labels under memory_limit (elements)."""
+    equation, operands, sublists, output = _einsum_parse.split_arguments(args)
+    shapes = [_shape_of(x, i) for i, x in enumerate(operands)]
+    network = _einsum_parse.parse(equation, shapes, sublists, output)
+    p = plan(network, optimize, memory_limit)
+    path = _einsum_tree.to_path(p.tree)
+    p.info.path = path
+    return path, p.info
