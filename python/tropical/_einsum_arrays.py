@@ -25,6 +25,8 @@ class NumpyLike:
         return x.swapaxes(-1, -2)
 
     def contiguous(self, x):
+        if x.ndim == 0:  # ascontiguousarray makes 0-d arrays 1-d
+            return self.xp.asarray(x)
         return self.xp.ascontiguousarray(x)
 
     def strides(self, x):
