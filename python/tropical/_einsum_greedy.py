@@ -8,8 +8,9 @@ import heapq
 from ._einsum_tree import Tree
 
 
-def greedy(problem, rng=None, noise=0.0):
-    """A Tree for `problem`. rng (random.Random) and noise (relative jitter of the cost, 0: none) randomize it."""
+def greedy(problem, rng=None, noise=0.0, alpha=1.0):
+    """A Tree for `problem`. rng (random.Random) and noise (relative jitter of the cost, 0: none) randomize it;
+    alpha weighs the sizes of the pair against the size of the result (1: opt_einsum's, 0: omeco's default)."""
     n = len(problem.leaves)
     if n == 1:
         return Tree(1, [])
@@ -56,7 +57,7 @@ def greedy(problem, rng=None, noise=0.0):
 
     def push(a, b):
         out = result(a, b)
-        cost = size(out) - sizes[a] - sizes[b]
+        cost = size(out) - alpha * (sizes[a] + sizes[b])
         if rng is not None:
             cost -= noise * abs(cost) * rng.random()
         heapq.heappush(heap, (cost, rng.random() if rng is not None else 0.0, min(a, b), max(a, b)))

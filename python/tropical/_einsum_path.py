@@ -46,11 +46,8 @@ def _tree(problem, optimize, memory_limit, count):
         if name == "greedy":
             return greedy(problem), "greedy"
         if name == "treesa":
-            target = None if memory_limit is None else math.log2(max(memory_limit, 1))
-            start = greedy(problem)
-            if target is not None:
-                target = min(target, start.cost(problem)[1])
-            return treesa(problem, sc_target=target, start=start), "treesa"
+            target = 20.0 if memory_limit is None else math.log2(max(memory_limit, 1))
+            return treesa(problem, sc_target=target), "treesa"
         raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, or a path (a list "
                               "of tuples of operand positions, opt_einsum's format)")
     if optimize is None or isinstance(optimize, bool):

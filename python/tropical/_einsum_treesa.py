@@ -54,8 +54,11 @@ class _Annealer:
                 old1, old2 = log2(o_keep | o_move), log2(out[inner] | o_sib)
                 new1, new2 = log2(o_keep | o_sib), log2(new_inner | o_move)
                 d_tc = _log2_sum(new1, new2) - _log2_sum(old1, old2)
-                d_sc = max(sc_target, log2(new_inner)) - max(sc_target, log2(out[inner]))
-                energy = d_tc + (sc_weight * d_sc if d_sc > 0 else 0.0)
+                # Space: the larger of the two changed tensors (the node's own result does not change); above
+                # the target, growing it costs and shrinking it pays.
+                s_node = log2(o_node)
+                old_sc, new_sc = max(s_node, log2(out[inner])), max(s_node, log2(new_inner))
+                energy = d_tc + (sc_weight * (new_sc - old_sc) if max(old_sc, new_sc) > sc_target else 0.0)
                 if energy <= 0 or rng.random() < math.exp(-beta * energy):
                     left[inner], right[inner], out[inner] = keep, sibling, new_inner
                     if inner_is_left:
@@ -91,20 +94,17 @@ def _log2_sum(x, y):
     return x + math.log2(1.0 + 2.0 ** (y - x))
 
 
-def treesa(problem, sc_target=None, trials=4, betas=None, sweeps=4, seed=0, sc_weight=1.0, start=None):
-    """The best Tree (smallest time among those with the least space above sc_target) of `trials` anneals from
-    randomized greedy trees (the first trial starts from `start` or the plain greedy tree). sc_target: log2 of
-    the space to aim for (None: the greedy tree's space); betas: the inverse temperatures (default 0.01 to 15
-    in 40 steps); sweeps: passes per temperature."""
-    if len(problem.leaves) < 3:
-        return start or greedy(problem)
-    rng = random.Random(seed)
+def treesa(problem, sc_target=20.0, trials=3, betas=None, sweeps=20, seed=0, sc_weight=1.0, start=None):
+    """The best Tree (least space above sc_target, then least time) of `trials` anneals, the first from `start`
+    (default: the greedy tree), the others from randomized greedy trees. sc_target: log2 of the space to aim
+    for (20, omeco's default: 2^20 elements); betas: the inverse temperatures (default 0.01 to 15 in 100 steps);
+    sweeps: passes over the tree per temperature; seed: the random generator's (the result is deterministic)."""
     start = start or greedy(problem)
-    _, start_sc, _ = start.cost(problem)
-    if sc_target is None:
-        sc_target = start_sc
+    if len(problem.leaves) < 3:
+        return start
+    rng = random.Random(seed)
     if betas is None:
-        betas = [0.01 + (15.0 - 0.01) * i / 39 for i in range(40)]
+        betas = [0.01 + (15.0 - 0.01) * i / 99 for i in range(100)]
     best, best_key = None, None
     for trial in range(trials):
         tree = start if trial == 0 else greedy(problem, rng, noise=0.5)

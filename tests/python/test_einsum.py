@@ -105,7 +105,7 @@ def test_random_networks_equal_brute_force(semiring):
         for dtype in CASES[semiring]:
             operands = [draw(rng, semiring, dtype, s) for s in shapes]
             want = brute_force(semiring, equation, operands)
-            for optimize in ("greedy", "treesa"):
+            for optimize in ("greedy", "treesa") if dtype == CASES[semiring][0] else ("greedy",):
                 got = tropical.einsum(equation, *operands, semiring=semiring, optimize=optimize)
                 assert got.dtype == want.dtype and got.shape == want.shape, equation
                 np.testing.assert_array_equal(got, want, err_msg=f"{equation} {dtype} {optimize}")
