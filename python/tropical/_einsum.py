@@ -131,3 +131,24 @@ def counting_einsum(*args, optimize="greedy", memory_limit=None):
         total = ad.where(best == merged, total, zero) + ad.where(part.values == merged, part.counts, zero)
         best = merged
     return best, total
+
+
+def torch_einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
+    """einsum on torch tensors through tropical.torch's differentiable products (tropical.torch.einsum): checked
+    from the tensors' metadata only, so that torch.compile can trace it (pass a path as optimize there)."""
+    torch = _einsum_arrays.Torch().torch
+    equation, operands, sublists, output = _einsum_parse.split_arguments(args)
+    if not operands:
+        raise InvalidArgument("tropical: einsum needs at least one operand")
+    semiring = _semiring(semiring)
+    for i, x in enumerate(operands):
+        if not isinstance(x, torch.Tensor):
+            raise InvalidArgument(f"tropical: operand {i} is a {type(x).__name__}; tropical.torch.einsum takes "
+                                  "torch tensors")
+        if x.dtype != operands[0].dtype or x.device != operands[0].device:
+            raise InvalidArgument(f"tropical: operand {i} is {x.dtype} on {x.device} but operand 0 is "
+                                  f"{operands[0].dtype} on {operands[0].device}")
+    _ops._dtype_code(semiring, str(operands[0].dtype)[6:])
+    network = _einsum_parse.parse(equation, [tuple(x.shape) for x in operands], sublists, output)
+    plan = _einsum_path.plan(network, optimize, memory_limit, timed=False)
+    return contract(_einsum_arrays.Torch(differentiable=True), plan, operands, semiring)

@@ -94,6 +94,9 @@ class NumpyLike:
     def take_flat(self, x, flat):
         return x.reshape(-1)[flat].astype("int64")
 
+    def gather_last(self, x, index):
+        return self.xp.take_along_axis(x, index[..., None], -1)[..., 0]
+
     def broadcast_to(self, x, shape):
         return self.xp.broadcast_to(x, shape)
 
@@ -122,7 +125,7 @@ class Torch(NumpyLike):
         self.differentiable = differentiable
 
     def permute(self, x, perm):
-        return x.permute(*perm)
+        return x.permute(*perm) if perm else x
 
     def swap_last(self, x):
         return x.transpose(-1, -2)
@@ -198,6 +201,9 @@ class Torch(NumpyLike):
 
     def take_flat(self, x, flat):
         return x.reshape(-1)[flat].long()
+
+    def gather_last(self, x, index):
+        return x.gather(-1, index.unsqueeze(-1)).squeeze(-1)
 
     def broadcast_to(self, x, shape):
         return x.expand(shape)

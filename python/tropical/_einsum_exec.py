@@ -81,14 +81,18 @@ def prepare_leaf(ad, values, counts, term, fixed, keep, semiring, mode, sizes, t
         best = ad.amax(v, axes, keepdims=True)
         c = ad.sum(ad.where(v == best, c, ad.zero_like(c, "maxmul")), axes)
         return Tensor(ad.amax(v, axes), c, kept)
-    if mode == "argmax":
+    if mode == "argmax" or (ad.differentiable and semiring != "andor"):
         perm = [labels.index(label) for label in kept] + list(axes)
         flat = ad.permute(x, perm).reshape(tuple(sizes[label] for label in kept) + (-1,))
         if semiring == "andor":
             flat = flat != 0
         else:
             flat = _without_nan(ad, flat, semiring)
-        trace.leaves[leaf] = (kept, reduced, ad.argbest_last(flat, semiring in MINIMIZING))
+        arg = ad.argbest_last(flat, semiring in MINIMIZING)
+        if mode == "argmax":
+            trace.leaves[leaf] = (kept, reduced, arg)
+        else:  # the gradient goes to the winner (ties: the smallest index), as through the products
+            return Tensor(ad.gather_last(flat, arg), None, kept)
     return Tensor(_reduce(ad, x, axes, semiring), None, kept)
 
 

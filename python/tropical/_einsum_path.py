@@ -58,9 +58,9 @@ def _tree(problem, optimize, memory_limit, count):
     return _einsum_tree.from_path(path, count), "path"
 
 
-def plan(network, optimize="greedy", memory_limit=None):
-    """The Plan of a parsed network."""
-    start = time.perf_counter()
+def plan(network, optimize="greedy", memory_limit=None, timed=True):
+    """The Plan of a parsed network (timed: measure planning_seconds; torch.compile traces without it)."""
+    start = time.perf_counter() if timed else 0.0
     problem, labels = _einsum_tree.problem_of(network)
     tree, name = _tree(problem, optimize, memory_limit, len(network.inputs))
     if memory_limit is not None:
@@ -75,7 +75,7 @@ def plan(network, optimize="greedy", memory_limit=None):
     info = PathInfo(optimizer=name, log2_time=log2_time + math.log2(slices), log2_space=log2_space,
                     largest_intermediate=round(2.0 ** largest) if tree.children else 0,
                     sliced=tuple(label for i, label in enumerate(labels) if sliced >> i & 1), slices=slices,
-                    planning_seconds=time.perf_counter() - start, sizes=dict(network.sizes),
+                    planning_seconds=time.perf_counter() - start if timed else 0.0, sizes=dict(network.sizes),
                     inputs=list(network.inputs), output=network.output)
     return Plan(network, problem, labels, tree, sliced, info)
 
