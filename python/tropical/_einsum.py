@@ -27,8 +27,8 @@ def _setup(args, semiring, optimize, memory_limit):
         raise InvalidArgument("tropical: einsum needs at least one operand")
     semiring = _semiring(semiring)
     described = _checked(operands, semiring)
-    network = _einsum_parse.parse(equation, [d.shape for d in described], sublists, output)
-    return operands, _einsum_path.plan(network, optimize, memory_limit), semiring
+    shapes = [tuple(d.shape) for d in described]
+    return operands, _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit), semiring
 
 
 def _semiring(semiring):
@@ -118,8 +118,8 @@ def counting_einsum(*args, optimize="greedy", memory_limit=None):
     for i in range(len(values)):  # the counts must follow the values' layout through every view
         if ad.strides(values[i]) != ad.strides(counts[i]):
             values[i], counts[i] = ad.contiguous(values[i]), ad.contiguous(counts[i])
-    network = _einsum_parse.parse(equation, [d.shape for d in described[:len(values)]], sublists, output)
-    plan = _einsum_path.plan(network, optimize, memory_limit)
+    shapes = [tuple(d.shape) for d in described[:len(values)]]
+    plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit)
     best = total = None
     for fixed in _slices(plan):
         part = _einsum_exec.run(ad, plan, values, counts, "maxplus", "counting", fixed, None)
@@ -149,6 +149,6 @@ def torch_einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None
             raise InvalidArgument(f"tropical: operand {i} is {x.dtype} on {x.device} but operand 0 is "
                                   f"{operands[0].dtype} on {operands[0].device}")
     _ops._dtype_code(semiring, str(operands[0].dtype)[6:])
-    network = _einsum_parse.parse(equation, [tuple(x.shape) for x in operands], sublists, output)
-    plan = _einsum_path.plan(network, optimize, memory_limit, timed=False)
+    shapes = [tuple(x.shape) for x in operands]
+    plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit, timed=False)
     return contract(_einsum_arrays.Torch(differentiable=True), plan, operands, semiring)

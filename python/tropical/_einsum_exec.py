@@ -147,25 +147,16 @@ def contract(ad, a, b, keep, sizes, semiring, mode, trace, node):
 def run(ad, plan, operands, counts, semiring, mode, fixed, trace):
     """The output Tensor (labels in the output's order, a contiguous array) of one slice (`fixed`: sliced label
     -> index) of the plan."""
-    network, tree = plan.network, plan.tree
-    labels_of = plan.labels
-    outs = tree.outputs(plan.problem)
-    sliced = plan.sliced
-
-    def label_set(mask):
-        mask &= ~sliced
-        return {labels_of[i] for i in range(mask.bit_length()) if mask >> i & 1}
-
+    network, tree, keeps = plan.network, plan.tree, plan.keeps
     sizes = network.sizes
     nodes = {}
     for leaf, term in enumerate(network.inputs):
         c = counts[leaf] if counts is not None else None
-        nodes[leaf] = prepare_leaf(ad, operands[leaf], c, term, fixed, label_set(outs[leaf]), semiring, mode, sizes,
-                                   trace, leaf)
+        nodes[leaf] = prepare_leaf(ad, operands[leaf], c, term, fixed, keeps[leaf], semiring, mode, sizes, trace,
+                                   leaf)
     n = tree.count
     for i, (a, b) in enumerate(tree.children):
-        nodes[n + i] = contract(ad, nodes.pop(a), nodes.pop(b), label_set(outs[n + i]), sizes, semiring, mode, trace,
-                                n + i)
+        nodes[n + i] = contract(ad, nodes.pop(a), nodes.pop(b), keeps[n + i], sizes, semiring, mode, trace, n + i)
     root = nodes[tree.root()]
     perm = [root.labels.index(label) for label in network.output]
     values = ad.contiguous(ad.permute(root.values, perm))

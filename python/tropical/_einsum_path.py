@@ -28,13 +28,15 @@ class PathInfo:
 
 
 class Plan:
-    """A network, its contraction tree and sliced labels: what the executor runs."""
+    """A network, its contraction tree and sliced labels: what the executor runs. keeps[node]: the labels node
+    keeps (sliced labels excluded: a slice fixes them)."""
 
-    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info")
+    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps")
 
     def __init__(self, network, problem, labels, tree, sliced, info):
         self.network, self.problem, self.labels, self.tree = network, problem, labels, tree
         self.sliced, self.info = sliced, info
+        self.keeps = [frozenset(_bit_labels(mask & ~sliced, labels)) for mask in tree.outputs(problem)]
 
     def sliced_labels(self):
         return [label for i, label in enumerate(self.labels) if self.sliced >> i & 1]
@@ -78,6 +80,42 @@ def plan(network, optimize="greedy", memory_limit=None, timed=True):
                     planning_seconds=time.perf_counter() - start if timed else 0.0, sizes=dict(network.sizes),
                     inputs=list(network.inputs), output=network.output)
     return Plan(network, problem, labels, tree, sliced, info)
+
+
+def _bit_labels(mask, labels):
+    found = []
+    while mask:
+        low = mask & -mask
+        found.append(labels[low.bit_length() - 1])
+        mask ^= low
+    return found
+
+
+_CACHE = {}
+_CACHE_SIZE = 64
+
+
+def cached_plan(equation, shapes, sublists, output, optimize="greedy", memory_limit=None, timed=True):
+    """plan() of the parsed network, remembered for the same equation, shapes, optimize and memory_limit (a
+    TreeSA plan is deterministic and costs seconds; an executor called in a loop plans once)."""
+    try:
+        opt = optimize if isinstance(optimize, str) else tuple(
+            step if isinstance(step, str) else tuple(int(i) for i in step) for step in optimize)
+        key = (equation, tuple(tuple(s) for s in shapes),
+               None if sublists is None else tuple(tuple(s) for s in sublists),
+               None if output is None else tuple(output), opt, memory_limit)
+        hash(key)
+    except TypeError:
+        key = None
+    found = _CACHE.get(key) if key is not None else None
+    if found is not None:
+        return found
+    p = plan(_einsum_parse.parse(equation, shapes, sublists, output), optimize, memory_limit, timed)
+    if key is not None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = p
+    return p
 
 
 def _shape_of(x, position):
