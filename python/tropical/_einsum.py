@@ -6,6 +6,7 @@ import itertools
 
 from . import _arrays, _einsum_arrays, _einsum_exec, _einsum_parse, _einsum_path, _einsum_trace, _ops
 from ._einsum_path import einsum_path  # noqa: F401  (re-exported by the package)
+from ._einsum_treesa import TreeSA  # noqa: F401  (re-exported by the package)
 from ._errors import InvalidArgument
 
 
@@ -60,8 +61,8 @@ def contract(ad, plan, operands, semiring):
 def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
     """The contraction of einsum(equation, *operands) (or the interleaved form op0, sublist0, ..., out_sublist)
     over `semiring`: a labels' product of the operands' elements with the semiring's multiplication, summed
-    with its addition over the labels not in the output. optimize: "greedy", "treesa" or an opt_einsum-format
-    path; memory_limit: the most elements an intermediate may have (labels are sliced until it holds).
+    with its addition over the labels not in the output. optimize: "greedy", "treesa" (or a TreeSA with its settings) or an
+    opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are sliced until it holds).
     Returns an array of the operands' kind (0-d for a scalar output)."""
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
     return contract(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
@@ -90,7 +91,7 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
     shape = tuple(plan.network.sizes[label] for label in plan.network.output)
     if not shape:
         return result, {label: ad.to_int(index) for label, index in assignment.items()}
-    return result, {label: ad.contiguous(ad.broadcast_to(index, shape)) for label, index in assignment.items()}
+    return result, {label: ad.contiguous(index) for label, index in assignment.items()}
 
 
 def counting_einsum(*args, optimize="greedy", memory_limit=None):

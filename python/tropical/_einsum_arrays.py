@@ -88,17 +88,17 @@ class NumpyLike:
     def zeros_index(self, like):
         return self.xp.zeros((), dtype="int64")
 
-    def full_index(self, value, like):
-        return self.xp.full((), value, dtype="int64")
+    def zeros_indices(self, shape, like):
+        return self.xp.zeros(shape, dtype="int64")
+
+    def index_array(self, values, like):
+        return self.xp.asarray(values, dtype="int64")
 
     def take_flat(self, x, flat):
         return x.reshape(-1)[flat].astype("int64")
 
     def gather_last(self, x, index):
         return self.xp.take_along_axis(x, index[..., None], -1)[..., 0]
-
-    def broadcast_to(self, x, shape):
-        return self.xp.broadcast_to(x, shape)
 
     def clamp_min0(self, x):
         return self.xp.maximum(x, 0)
@@ -196,17 +196,17 @@ class Torch(NumpyLike):
     def zeros_index(self, like):
         return self.torch.zeros((), dtype=self.torch.int64, device=like.device)
 
-    def full_index(self, value, like):
-        return self.torch.full((), value, dtype=self.torch.int64, device=like.device)
+    def zeros_indices(self, shape, like):
+        return self.torch.zeros(shape, dtype=self.torch.int64, device=like.device)
+
+    def index_array(self, values, like):
+        return self.torch.tensor(values, dtype=self.torch.int64, device=like.device)
 
     def take_flat(self, x, flat):
         return x.reshape(-1)[flat].long()
 
     def gather_last(self, x, index):
         return x.gather(-1, index.unsqueeze(-1)).squeeze(-1)
-
-    def broadcast_to(self, x, shape):
-        return x.expand(shape)
 
     def clamp_min0(self, x):
         return x.clamp(min=0)

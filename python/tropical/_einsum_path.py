@@ -6,7 +6,7 @@ import time
 
 from . import _einsum_parse, _einsum_slicing, _einsum_tree
 from ._einsum_greedy import greedy
-from ._einsum_treesa import treesa
+from ._einsum_treesa import TreeSA, treesa
 from ._errors import InvalidArgument
 
 OPTIMIZERS = ("greedy", "treesa")
@@ -48,10 +48,13 @@ def _tree(problem, optimize, memory_limit, count):
         if name == "greedy":
             return greedy(problem), "greedy"
         if name == "treesa":
-            target = 20.0 if memory_limit is None else math.log2(max(memory_limit, 1))
-            return treesa(problem, sc_target=target), "treesa"
-        raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, or a path (a list "
-                              "of tuples of operand positions, opt_einsum's format)")
+            optimize = TreeSA()
+        else:
+            raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, a TreeSA, or a "
+                                  "path (a list of tuples of operand positions, opt_einsum's format)")
+    if isinstance(optimize, TreeSA):
+        target = 20.0 if memory_limit is None else math.log2(max(memory_limit, 1))
+        return treesa(problem, optimize, sc_target=target), "treesa"
     if optimize is None or isinstance(optimize, bool):
         raise InvalidArgument(f"tropical: optimize={optimize!r}: one of {', '.join(OPTIMIZERS)}, or a path")
     path = list(optimize)
@@ -99,7 +102,7 @@ def cached_plan(equation, shapes, sublists, output, optimize="greedy", memory_li
     """plan() of the parsed network, remembered for the same equation, shapes, optimize and memory_limit (a
     TreeSA plan is deterministic and costs seconds; an executor called in a loop plans once)."""
     try:
-        opt = optimize if isinstance(optimize, str) else tuple(
+        opt = optimize if isinstance(optimize, (str, TreeSA)) else tuple(
             step if isinstance(step, str) else tuple(int(i) for i in step) for step in optimize)
         key = (equation, tuple(tuple(s) for s in shapes),
                None if sublists is None else tuple(tuple(s) for s in sublists),

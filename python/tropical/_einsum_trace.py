@@ -1,46 +1,76 @@
 """The argmax traceback: from the output's indices down the contraction tree, each step's argmax is read at the
 indices of the labels its result keeps (one gather per step) and unravelled into the indices of the labels it
 contracted; at the leaves, the argmax of the reductions inside one operand the same way. Nothing is
-re-contracted."""
+re-contracted. Every label's index lives in one (labels, *output shape) integer array, so that a step costs
+the same few array operations (select, multiply-sum, gather, divide, store) however many labels it has: on a
+GPU, a handful of launches per step."""
 
 
-def traceback(ad, plan, trace, like, fixed):
-    """label -> integer index array, broadcastable to the output's shape, for every label of the network: the
-    output's own indices, the sliced labels' fixed indices, and the winners of every reduction."""
-    network, tree = plan.network, plan.tree
-    sizes = network.sizes
-    output = network.output
-    values = {}
-    for p, label in enumerate(output):
-        shape = [1] * len(output)
-        shape[p] = sizes[label]
-        values[label] = ad.arange(sizes[label], like).reshape(tuple(shape))
-    for label, index in fixed.items():
-        values[label] = ad.full_index(index, like)
+def _metadata(plan, trace):
+    """(one flat list of integers, per visited node (label rows, strides, contracted rows, divisors, sizes) as
+    (start, stop) ranges into it, the visiting order, arg of each) for every step and leaf reduction."""
+    tree, sizes = plan.tree, plan.network.sizes
+    row = {label: i for i, label in enumerate(plan.labels)}
+    flat, visits = [], []
 
-    def gather(arg, labels):
-        flat = ad.zeros_index(like)
-        for label in labels:
-            flat = flat * sizes[label] + values[label]
-        return ad.clamp_min0(ad.take_flat(arg, flat))  # -1 (nothing beat the zero): any index will do
+    def put(values):
+        start = len(flat)
+        flat.extend(values)
+        return start, len(flat)
 
-    def unravel(k, labels):
+    def strides(labels):
+        out, step = [], 1
         for label in reversed(labels):
-            values[label] = k % sizes[label]
-            k = k // sizes[label]
+            out.append(step)
+            step *= sizes[label]
+        return out[::-1]
 
     stack = [tree.root()]
     while stack:
         node = stack.pop()
         if node >= tree.count:
             labels, contracted, arg = trace.steps[node]
-            if contracted:
-                unravel(gather(arg, labels), contracted)
             stack.extend(tree.children[node - tree.count])
         elif node in trace.leaves:
-            kept, reduced, arg = trace.leaves[node]
-            unravel(gather(arg, kept), reduced)
-    return values
+            labels, contracted, arg = trace.leaves[node]
+        else:
+            continue
+        if not contracted:
+            continue
+        visits.append((put(row[label] for label in labels), put(strides(labels)),
+                       put(row[label] for label in contracted), put(strides(contracted)),
+                       put(sizes[label] for label in contracted), arg))
+    return flat, visits
+
+
+def traceback(ad, plan, trace, like, fixed):
+    """label -> integer index array of the output's shape, for every label of the network: the output's own
+    indices, the sliced labels' fixed indices, and the winners of every reduction."""
+    network = plan.network
+    sizes = network.sizes
+    output = network.output
+    shape = tuple(sizes[label] for label in output)
+    row = {label: i for i, label in enumerate(plan.labels)}
+    assign = ad.zeros_indices((len(plan.labels),) + shape, like)
+    for p, label in enumerate(output):
+        axis = [1] * len(output)
+        axis[p] = sizes[label]
+        assign[row[label]] = ad.arange(sizes[label], like).reshape(tuple(axis))
+    for label, index in fixed.items():
+        assign[row[label]] = index
+    flat, visits = _metadata(plan, trace)
+    if visits:
+        meta = ad.index_array(flat, like)
+        column = (-1,) + (1,) * len(shape)
+        for (rows, strides, crows, divisors, csizes, arg) in visits:
+            view = lambda r: meta[r[0]:r[1]]  # noqa: E731
+            if rows[1] > rows[0]:
+                position = ad.sum(assign[view(rows)] * view(strides).reshape(column), (0,))
+            else:
+                position = ad.zeros_index(like)
+            k = ad.clamp_min0(ad.take_flat(arg, position))  # -1 (nothing beat the zero): any index will do
+            assign[view(crows)] = (k[None] // view(divisors).reshape(column)) % view(csizes).reshape(column)
+    return {label: assign[row[label]] for label in plan.labels}
 
 
 def better(ad, semiring, new, old):

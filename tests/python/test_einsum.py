@@ -15,6 +15,7 @@ from tropical import _einsum_tree
 from tropical._einsum_greedy import greedy
 
 # semiring: element types exercised, and how to draw exact (integer-valued) elements
+QUICK = tropical.TreeSA(trials=2, temperatures=20, sweeps=2)  # small networks need no long anneal
 CASES = {"maxplus": ("float64", "int32"), "minplus": ("float32", "int64"), "maxmul": ("float64",),
          "maxmin": ("int16", "float32"), "minmax": ("int32",), "andor": ("uint8", "bool")}
 
@@ -105,7 +106,7 @@ def test_random_networks_equal_brute_force(semiring):
         for dtype in CASES[semiring]:
             operands = [draw(rng, semiring, dtype, s) for s in shapes]
             want = brute_force(semiring, equation, operands)
-            for optimize in ("greedy", "treesa") if dtype == CASES[semiring][0] else ("greedy",):
+            for optimize in ("greedy", QUICK) if dtype == CASES[semiring][0] else ("greedy",):
                 got = tropical.einsum(equation, *operands, semiring=semiring, optimize=optimize)
                 assert got.dtype == want.dtype and got.shape == want.shape, equation
                 np.testing.assert_array_equal(got, want, err_msg=f"{equation} {dtype} {optimize}")
@@ -236,23 +237,26 @@ def test_every_feature_in_one_network():
     assert isinstance(assignment["i"], int) and isinstance(assignment["k"], int)
 
 
-def test_treesa_is_no_worse_than_greedy_on_a_graph():
-    problem = independent_set_problem(40, seed=3)
+def test_treesa_beats_greedy_on_a_regular_graph():
+    problem = independent_set_problem(60, seed=3)
     g = greedy(problem)
     from tropical._einsum_treesa import treesa
-    t = treesa(problem, trials=2)
+    t = treesa(problem, tropical.TreeSA(trials=1, temperatures=100, sweeps=10))
     tc_g, sc_g, _ = g.cost(problem)
     tc_t, sc_t, _ = t.cost(problem)
-    assert sc_t <= sc_g + 1e-9 and tc_t <= tc_g + 1e-9
+    assert tc_t < tc_g - 1 and sc_t <= sc_g, ((tc_t, sc_t), (tc_g, sc_g))  # at least twice as fast
     _einsum_tree.from_path(_einsum_tree.to_path(t), t.count)  # its path is a valid path
 
 
 def independent_set_problem(n, seed):
+    """The planner's view of the independent-set network of a random 3-regular graph (pairing model)."""
     rng = random.Random(seed)
-    edges = set()
-    while len(edges) < n:
-        a, b = rng.sample(range(n), 2)
-        edges.add((min(a, b), max(a, b)))
+    while True:
+        stubs = [v for v in range(n) for _ in range(3)]
+        rng.shuffle(stubs)
+        edges = {(min(a, b), max(a, b)) for a, b in zip(stubs[::2], stubs[1::2]) if a != b}
+        if len(edges) == 3 * n // 2:
+            break
     leaves = [1 << v for v in range(n)] + [(1 << a) | (1 << b) for a, b in sorted(edges)]
     return _einsum_tree.Problem(leaves, 0, [1.0] * n)
 
