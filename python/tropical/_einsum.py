@@ -76,22 +76,23 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
     ad = _einsum_arrays.adapter(operands[0])
     like = operands[0]
-    result = assignment = None
+    result = assign = None
     for fixed in _slices(plan):
         trace = _einsum_exec.Trace()
         part = _einsum_exec.run(ad, plan, operands, None, semiring, "argmax", fixed, trace).values
         found = _einsum_trace.traceback(ad, plan, trace, like, fixed)
-        found = {label: found[label] for label in plan.labels if label not in plan.network.output}
         if result is None:
-            result, assignment = part, found
+            result, assign = part, found
             continue
         win = _einsum_trace.better(ad, semiring, part, result)
         result = _einsum_trace.add(ad, semiring, result, part)
-        assignment = {label: ad.where(win, found[label], assignment[label]) for label in assignment}
-    shape = tuple(plan.network.sizes[label] for label in plan.network.output)
-    if not shape:
-        return result, {label: ad.to_int(index) for label, index in assignment.items()}
-    return result, {label: ad.contiguous(index) for label, index in assignment.items()}
+        assign = ad.where(win[None], found, assign)
+    output = plan.network.output
+    rows = [(label, i) for i, label in enumerate(plan.labels) if label not in output]
+    if not output:  # one transfer for every label
+        values = ad.to_list(assign)
+        return result, {label: int(values[i]) for label, i in rows}
+    return result, {label: ad.contiguous(assign[i]) for label, i in rows}
 
 
 def counting_einsum(*args, optimize="greedy", memory_limit=None):

@@ -103,8 +103,8 @@ class NumpyLike:
     def clamp_min0(self, x):
         return self.xp.maximum(x, 0)
 
-    def to_int(self, x):
-        return int(x)
+    def to_list(self, x):
+        return x.tolist()
 
     # products
     def matmul(self, a, b, semiring):
@@ -211,8 +211,8 @@ class Torch(NumpyLike):
     def clamp_min0(self, x):
         return x.clamp(min=0)
 
-    def to_int(self, x):
-        return int(x.item())
+    def to_list(self, x):
+        return x.tolist()
 
     def matmul(self, a, b, semiring):
         if self.differentiable:

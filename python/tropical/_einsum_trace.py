@@ -44,8 +44,8 @@ def _metadata(plan, trace):
 
 
 def traceback(ad, plan, trace, like, fixed):
-    """label -> integer index array of the output's shape, for every label of the network: the output's own
-    indices, the sliced labels' fixed indices, and the winners of every reduction."""
+    """An integer array (labels, *output shape): row i holds the index of label plan.labels[i] at every output
+    element: the output's own indices, the sliced labels' fixed indices, and the winners of every reduction."""
     network = plan.network
     sizes = network.sizes
     output = network.output
@@ -70,7 +70,7 @@ def traceback(ad, plan, trace, like, fixed):
                 position = ad.zeros_index(like)
             k = ad.clamp_min0(ad.take_flat(arg, position))  # -1 (nothing beat the zero): any index will do
             assign[view(crows)] = (k[None] // view(divisors).reshape(column)) % view(csizes).reshape(column)
-    return {label: assign[row[label]] for label in plan.labels}
+    return assign
 
 
 def better(ad, semiring, new, old):

@@ -16,7 +16,8 @@ from ._einsum_tree import Tree
 
 
 class _Annealer:
-    """A tree as parent/child arrays, mutated in place by accepted rotations."""
+    """A tree as child arrays, mutated in place by accepted rotations; size[node] (log2 of its result) and
+    cost[node] (log2 of its product's multiply-adds) are kept current, so a proposal computes three sizes."""
 
     def __init__(self, problem, tree):
         self.problem = problem
@@ -29,45 +30,57 @@ class _Annealer:
         self.out = tree.outputs(problem)
         self.root = tree.root()
         self.log2 = problem.log2_size
+        self.size = [self.log2(mask) for mask in self.out]
+        self.cost = [0.0] * total
+        for node in range(n, total):
+            self.cost[node] = self.log2(self.out[self.left[node]] | self.out[self.right[node]])
 
     def sweep(self, beta, rng, sc_target, sc_weight):
         """One pre-order pass over the internal nodes, proposing one random rotation at each."""
-        left, right, out, log2 = self.left, self.right, self.out, self.log2
+        left, right, out, log2, size, cost, n = self.left, self.right, self.out, self.log2, self.size, self.cost, self.n
+        random, exp, lg = rng.random, math.exp, math.log2
         stack = [self.root]
+        pop, push = stack.pop, stack.append
         while stack:
-            node = stack.pop()
+            node = pop()
             a, b = left[node], right[node]
             if a < 0:
                 continue
-            choices = (a >= self.n) * 2 + (b >= self.n) * 2
+            choices = (a >= n) * 2 + (b >= n) * 2
             if choices:
-                pick = int(rng.random() * choices)
-                if a >= self.n and (b < self.n or pick < 2):
+                pick = int(random() * choices)
+                if a >= n and (b < n or pick < 2):
                     inner, sibling, inner_is_left = a, b, True
                 else:
                     inner, sibling, inner_is_left = b, a, False
                 c1, c2 = left[inner], right[inner]
                 keep, move = (c1, c2) if pick % 2 == 0 else (c2, c1)
                 # ((keep, move), sibling) -> ((keep, sibling), move): inner now joins keep and sibling.
-                o_keep, o_move, o_sib, o_node = out[keep], out[move], out[sibling], out[node]
-                new_inner = (o_keep | o_sib) & (o_move | o_node)
-                old1, old2 = log2(o_keep | o_move), log2(out[inner] | o_sib)
-                new1, new2 = log2(o_keep | o_sib), log2(new_inner | o_move)
-                d_tc = _log2_sum(new1, new2) - _log2_sum(old1, old2)
+                o_keep, o_move, o_sib = out[keep], out[move], out[sibling]
+                new_inner = (o_keep | o_sib) & (o_move | out[node])
+                old1, old2 = cost[inner], cost[node]
+                new1, new2, s_new = log2(o_keep | o_sib), log2(new_inner | o_move), log2(new_inner)
+                hi, lo = (old1, old2) if old1 > old2 else (old2, old1)
+                old_tc = hi + lg(1.0 + 2.0 ** (lo - hi))
+                hi, lo = (new1, new2) if new1 > new2 else (new2, new1)
+                energy = hi + lg(1.0 + 2.0 ** (lo - hi)) - old_tc
                 # Space: the larger of the two changed tensors (the node's own result does not change); above
                 # the target, growing it costs and shrinking it pays.
-                s_node = log2(o_node)
-                old_sc, new_sc = max(s_node, log2(out[inner])), max(s_node, log2(new_inner))
-                energy = d_tc + (sc_weight * (new_sc - old_sc) if max(old_sc, new_sc) > sc_target else 0.0)
-                if energy <= 0 or rng.random() < math.exp(-beta * energy):
+                s_node = size[node]
+                old_sc = s_node if s_node > size[inner] else size[inner]
+                new_sc = s_node if s_node > s_new else s_new
+                if old_sc > sc_target or new_sc > sc_target:
+                    energy += sc_weight * (new_sc - old_sc)
+                if energy <= 0 or random() < exp(-beta * energy):
                     left[inner], right[inner], out[inner] = keep, sibling, new_inner
+                    size[inner], cost[inner], cost[node] = s_new, new1, new2
                     if inner_is_left:
                         right[node] = move
                     else:
                         left[node] = move
                     a, b = left[node], right[node]
-            stack.append(a)
-            stack.append(b)
+            push(a)
+            push(b)
 
     def tree(self):
         """The current tree, renumbered so that children precede parents."""
@@ -86,12 +99,6 @@ class _Annealer:
                 stack.append((self.right[node], False))
                 stack.append((self.left[node], False))
         return Tree(self.n, children)
-
-
-def _log2_sum(x, y):
-    if x < y:
-        x, y = y, x
-    return x + math.log2(1.0 + 2.0 ** (y - x))
 
 
 class TreeSA:
