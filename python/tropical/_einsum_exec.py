@@ -28,7 +28,8 @@ class Trace:
         self.leaves, self.steps = {}, {}
 
 
-def _diagonals(ad, x, counts, labels):
+def _diagonals(x, counts, labels):
+    """x (and counts) with one axis per label: a repeated label's axes replaced by their diagonal (last)."""
     labels = list(labels)
     while len(set(labels)) != len(labels):
         seen = {}
@@ -45,6 +46,7 @@ def _diagonals(ad, x, counts, labels):
 
 
 def _fix(x, counts, labels, fixed):
+    """x (and counts) at the fixed index of every sliced label it has; those axes removed."""
     index = tuple(fixed.get(label, slice(None)) for label in labels)
     if any(label in fixed for label in labels):
         x = x[index]
@@ -53,10 +55,11 @@ def _fix(x, counts, labels, fixed):
     return x, counts, labels
 
 
-def _without_nan(ad, x, semiring, fill=None):
+def _without_nan(ad, x, semiring):
+    """x with every NaN replaced by the semiring zero: a NaN never wins a reduction (reference.hpp)."""
     if semiring == "andor" or not ad.is_float(x):
         return x
-    return ad.where(ad.isnan(x), fill if fill is not None else ad.zero_like(x, semiring), x)
+    return ad.where(ad.isnan(x), ad.zero_like(x, semiring), x)
 
 
 def _reduce(ad, x, axes, semiring):
@@ -69,7 +72,7 @@ def _reduce(ad, x, axes, semiring):
 def prepare_leaf(ad, values, counts, term, fixed, keep, semiring, mode, sizes, trace, leaf):
     """The Tensor of one operand after its diagonals, the sliced labels' fixed indices and the reduction of
     the labels not in `keep` (recorded in trace for the argmax mode)."""
-    x, c, labels = _diagonals(ad, values, counts, term)
+    x, c, labels = _diagonals(values, counts, term)
     x, c, labels = _fix(x, c, labels, fixed)
     reduced = [label for label in labels if label not in keep]
     if not reduced:
