@@ -5,10 +5,11 @@ baseline that executes the same contraction path with torch broadcast-and-reduce
 For each n: planning time and the order's log2 time/space complexity (greedy and TreeSA), then with the TreeSA
 order: the contraction (einsum), einsum_argmax (one optimal set) and counting_einsum (the number of optimal
 sets), their ratios to the contraction, the baseline's time, and the share of GPU time in tropical's product
-kernels (torch profiler). n >= 250 runs under memory_limit = 2^27 elements (sliced). Times are the best of
+kernels (torch profiler). n >= 250 runs under memory_limit = 2^27 elements (sliced; the baseline is skipped). Times are the best of
 `--repeats` warm runs (CUDA synchronized).
 
 Usage: einsum.py [--backend torch|numpy] [--sizes 100 150 200 250] [--repeats 5] [--no-baseline]
+                 [--sliced-from 250] [--memory-limit 134217728]
 (torch: CUDA when there is a GPU; numpy: the CPU backend, a smoke check on small graphs)."""
 
 import argparse
@@ -130,10 +131,9 @@ def product_share(backend, fn):
     return ours / total if total else None
 
 
-def run(backend, n, repeats, with_baseline):
+def run(backend, n, repeats, with_baseline, memory_limit):
     edges = random_regular_graph(n, seed=n)
     args = network(n, edges, np.float32)
-    memory_limit = 2 ** 27 if n >= 250 else None
     shapes = [x if i % 2 or i == len(args) - 1 else x.shape for i, x in enumerate(args)]
     row = {"n": n}
     for name in ("greedy", "treesa"):
@@ -165,6 +165,9 @@ def main(argv):
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--sliced-from", type=int, default=250, help="graphs of this many vertices or more run "
+                        "under --memory-limit")
+    parser.add_argument("--memory-limit", type=int, default=2 ** 27, help="elements (default 2^27)")
     options = parser.parse_args(argv[1:])
     if options.backend is None:
         try:
@@ -179,7 +182,8 @@ def main(argv):
     print("     n | plan greedy: s, log2 tc, sc | plan treesa: s, log2 tc, sc, slices | MIS, count | "
           "einsum ms | argmax ms (x) | counting ms (x) | baseline ms (x) | product share")
     for n in sizes:
-        r = run(backend, n, options.repeats, not options.no_baseline)
+        limit = options.memory_limit if n >= options.sliced_from else None
+        r = run(backend, n, options.repeats, not options.no_baseline, limit)
         g, t = r["greedy"], r["treesa"]
         base = f"{r['baseline'] * 1e3:9.2f} ({r['baseline'] / r['plain']:5.1f})" if r["baseline"] else "      n/a"
         share = f"{r['share']:.0%}" if r["share"] is not None else "n/a"

@@ -105,16 +105,19 @@ class TreeSA:
     """The annealer's settings, for optimize=: trials independent anneals (the first from the greedy tree) over
     `temperatures` inverse temperatures from betas[0] to betas[1], `sweeps` passes over the tree at each; the
     energy penalizes space above sc_target (log2 elements; None: log2 of the memory limit, or 20 without one,
-    omeco's default) with weight sc_weight; seed makes the result deterministic. The defaults plan a random
-    3-regular graph of 200 vertices in about 10 s of one core (more trials beat longer anneals there)."""
+    omeco's default) with weight sc_weight; seed makes the result deterministic (whatever `processes`: trials run
+    in that many forked processes, Linux only). The defaults plan a random 3-regular graph of 200 vertices in
+    about 10 s of one core (more trials beat longer anneals there)."""
 
     def __init__(self, trials=4, temperatures=300, sweeps=10, betas=(0.01, 15.0), sc_target=None, sc_weight=1.0,
-                 seed=0):
+                 seed=0, processes=1):
         self.trials, self.temperatures, self.sweeps = int(trials), int(temperatures), int(sweeps)
-        self.betas, self.sc_target, self.sc_weight, self.seed = tuple(betas), sc_target, float(sc_weight), seed
+        self.betas, self.sc_target, self.sc_weight, self.seed = tuple(betas), sc_target, float(sc_weight), int(seed)
+        self.processes = int(processes)
 
     def _key(self):
-        return (self.trials, self.temperatures, self.sweeps, self.betas, self.sc_target, self.sc_weight, self.seed)
+        return (self.trials, self.temperatures, self.sweeps, self.betas, self.sc_target, self.sc_weight, self.seed,
+                self.processes)
 
     def __eq__(self, other):
         return isinstance(other, TreeSA) and self._key() == other._key()
@@ -123,8 +126,22 @@ class TreeSA:
         return hash(self._key())
 
     def __repr__(self):
-        return ("TreeSA(trials={}, temperatures={}, sweeps={}, betas={}, sc_target={}, sc_weight={}, seed={})"
-                .format(*self._key()))
+        return ("TreeSA(trials={}, temperatures={}, sweeps={}, betas={}, sc_target={}, sc_weight={}, seed={}, "
+                "processes={})".format(*self._key()))
+
+
+def _anneal(problem, settings, sc_target, trial, start):
+    """One trial's annealed tree (its own generator, so that trials can run in any order or process)."""
+    rng = random.Random(settings.seed * 1000003 + trial)
+    tree = start if trial == 0 else greedy(problem, rng, noise=0.5)
+    low, high = settings.betas
+    count = max(settings.temperatures, 2)
+    annealer = _Annealer(problem, tree)
+    for i in range(count):
+        beta = low + (high - low) * i / (count - 1)
+        for _ in range(settings.sweeps):
+            annealer.sweep(beta, rng, sc_target, settings.sc_weight)
+    return [tree, annealer.tree()]
 
 
 def treesa(problem, settings=None, sc_target=20.0, start=None):
@@ -136,20 +153,20 @@ def treesa(problem, settings=None, sc_target=20.0, start=None):
     start = start or greedy(problem)
     if len(problem.leaves) < 3:
         return start
-    rng = random.Random(settings.seed)
-    low, high = settings.betas
-    count = max(settings.temperatures, 2)
-    betas = [low + (high - low) * i / (count - 1) for i in range(count)]
+    trials = range(settings.trials)
+    if settings.processes > 1 and settings.trials > 1:
+        # fork: the children run pure Python (no device, no framework), and need no importable __main__.
+        import concurrent.futures
+        import multiprocessing
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(min(settings.processes, settings.trials), context) as pool:
+            found = list(pool.map(_anneal, *zip(*[(problem, settings, sc_target, t, start) for t in trials])))
+    else:
+        found = [_anneal(problem, settings, sc_target, t, start) for t in trials]
     best, best_key = None, None
-    for trial in range(settings.trials):
-        tree = start if trial == 0 else greedy(problem, rng, noise=0.5)
-        annealer = _Annealer(problem, tree)
-        for beta in betas:
-            for _ in range(settings.sweeps):
-                annealer.sweep(beta, rng, sc_target, settings.sc_weight)
-        for candidate in (tree, annealer.tree()):
-            tc, sc, _ = candidate.cost(problem)
-            key = (max(sc - sc_target, 0.0), tc)
-            if best_key is None or key < best_key:
-                best, best_key = candidate, key
+    for candidate in (tree for pair in found for tree in pair):
+        tc, sc, _ = candidate.cost(problem)
+        key = (max(sc - sc_target, 0.0), tc)
+        if best_key is None or key < best_key:
+            best, best_key = candidate, key
     return best
