@@ -246,6 +246,10 @@ def test_treesa_beats_greedy_on_a_regular_graph():
     tc_t, sc_t, _ = t.cost(problem)
     assert tc_t < tc_g - 1 and sc_t <= sc_g, ((tc_t, sc_t), (tc_g, sc_g))  # at least twice as fast
     _einsum_tree.from_path(_einsum_tree.to_path(t), t.count)  # its path is a valid path
+    settings = dict(trials=3, temperatures=20, sweeps=2)
+    one = treesa(problem, tropical.TreeSA(**settings))
+    forked = treesa(problem, tropical.TreeSA(processes=2, **settings))
+    assert one.children == forked.children  # trials are deterministic wherever they run
 
 
 def independent_set_problem(n, seed):
