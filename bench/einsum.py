@@ -92,7 +92,8 @@ def baseline(backend, plan, operands):
 
     def expand(x, labels, union):
         perm = [labels.index(label) for label in union if label in labels]
-        x = x.permute(*perm) if backend.name == "torch" else x.transpose(perm)
+        if perm:
+            x = x.permute(*perm) if backend.name == "torch" else x.transpose(perm)
         shape = [network.sizes[label] if label in labels else 1 for label in union]
         return x.reshape(shape)
 

@@ -12,7 +12,7 @@ import math
 import random
 
 from ._einsum_greedy import greedy
-from ._einsum_tree import Tree
+from ._einsum_tree import Problem, Tree
 
 
 class _Annealer:
@@ -144,12 +144,50 @@ def _anneal(problem, settings, sc_target, trial, start):
     return [tree, annealer.tree()]
 
 
+def _absorbed(problem):
+    """(hosts, groups): an operand whose labels are a subset of another's is first multiplied into it (as
+    OMEinsum's MergeVectors does), so the annealer works on fewer, larger leaves: hosts are the operands left,
+    groups[host] the operands absorbed into it, in order."""
+    leaves = problem.leaves
+    order = sorted(range(len(leaves)), key=lambda i: (leaves[i].bit_count(), i))
+    host_of = {}
+    groups = {i: [] for i in range(len(leaves))}
+    for position, i in enumerate(order):
+        for j in order[position + 1:]:  # a host at least as large, not yet absorbed
+            if j not in host_of and leaves[i] & ~leaves[j] == 0:
+                host_of[i] = j
+                groups[j].extend([i] + groups.pop(i))
+                break
+    hosts = [i for i in range(len(leaves)) if i not in host_of]
+    return hosts, {h: groups[h] for h in hosts}
+
+
+def _expanded(reduced_tree, hosts, groups, count):
+    """The Tree over all operands of a tree over the hosts: each host's absorptions first."""
+    children, node_of = [], {}
+    for position, host in enumerate(hosts):
+        node = host
+        for other in groups[host]:
+            children.append((node, other))
+            node = count + len(children) - 1
+        node_of[position] = node
+    for i, (a, b) in enumerate(reduced_tree.children):
+        children.append((node_of[a], node_of[b]))
+        node_of[len(hosts) + i] = count + len(children) - 1
+    return Tree(count, children)
+
+
 def treesa(problem, settings=None, sc_target=20.0, start=None):
     """The best Tree (least space above the target, then least time) of the settings' anneals (a TreeSA; None:
     the defaults); sc_target applies where the settings leave it None."""
     settings = settings or TreeSA()
     if settings.sc_target is not None:
         sc_target = settings.sc_target
+    hosts, groups = _absorbed(problem)
+    if start is None and len(hosts) < len(problem.leaves) and len(hosts) >= 3:
+        reduced = Problem([_union(problem.leaves, [h] + groups[h]) for h in hosts], problem.output,
+                          problem.log2_sizes)
+        return _expanded(treesa(reduced, settings, sc_target), hosts, groups, len(problem.leaves))
     start = start or greedy(problem)
     if len(problem.leaves) < 3:
         return start
@@ -170,3 +208,10 @@ def treesa(problem, settings=None, sc_target=20.0, start=None):
         if best_key is None or key < best_key:
             best, best_key = candidate, key
     return best
+
+
+def _union(leaves, members):
+    mask = 0
+    for i in members:
+        mask |= leaves[i]
+    return mask
