@@ -132,14 +132,14 @@ def product_share(backend, fn):
     return ours / total if total else None
 
 
-def run(backend, n, repeats, with_baseline, memory_limit):
+def run(backend, n, repeats, with_baseline, memory_limit, annealer):
     edges = random_regular_graph(n, seed=n)
     args = network(n, edges, np.float32)
     shapes = [x if i % 2 or i == len(args) - 1 else x.shape for i, x in enumerate(args)]
     row = {"n": n}
-    for name in ("greedy", "treesa"):
+    for name, optimize in (("greedy", "greedy"), ("treesa", annealer)):
         start = time.perf_counter()
-        path, info = tropical.einsum_path(*shapes, optimize=name, memory_limit=memory_limit)
+        path, info = tropical.einsum_path(*shapes, optimize=optimize, memory_limit=memory_limit)
         row[name] = (time.perf_counter() - start, info.log2_time, info.log2_space, info.slices)
     operands = to_backend(backend, args, "float32")
     kwargs = {"optimize": path, "memory_limit": memory_limit}
@@ -169,6 +169,9 @@ def main(argv):
     parser.add_argument("--sliced-from", type=int, default=250, help="graphs of this many vertices or more run "
                         "under --memory-limit")
     parser.add_argument("--memory-limit", type=int, default=2 ** 27, help="elements (default 2^27)")
+    cpus = os.cpu_count() or 1
+    parser.add_argument("--trials", type=int, default=max(4, min(16, cpus)), help="TreeSA trials (default: one a "
+                        "core, 4 to 16), run in min(trials, cores) processes")
     options = parser.parse_args(argv[1:])
     if options.backend is None:
         try:
@@ -179,12 +182,13 @@ def main(argv):
     backend = Backend(options.backend)
     sizes = options.sizes or ([100, 150, 200, 250] if options.backend == "torch" and backend.device == "cuda"
                               else [60, 100])
-    print(f"maximum independent set of random 3-regular graphs (seed n), float32, {backend.where()}")
+    annealer = tropical.TreeSA(trials=options.trials, processes=min(options.trials, cpus))
+    print(f"maximum independent set of random 3-regular graphs (seed n), float32, {backend.where()}; {annealer}")
     print("     n | plan greedy: s, log2 tc, sc | plan treesa: s, log2 tc, sc, slices | MIS, count | "
           "einsum ms | argmax ms (x) | counting ms (x) | baseline ms (x) | product share")
     for n in sizes:
         limit = options.memory_limit if n >= options.sliced_from else None
-        r = run(backend, n, options.repeats, not options.no_baseline, limit)
+        r = run(backend, n, options.repeats, not options.no_baseline, limit, annealer)
         g, t = r["greedy"], r["treesa"]
         base = f"{r['baseline'] * 1e3:9.2f} ({r['baseline'] / r['plain']:5.1f})" if r["baseline"] else "      n/a"
         share = f"{r['share']:.0%}" if r["share"] is not None else "n/a"
