@@ -4,9 +4,10 @@ baseline that executes the same contraction path with torch broadcast-and-reduce
 
 For each n: planning time and the order's log2 time/space complexity (greedy and TreeSA), then with the TreeSA
 order: the contraction (einsum), einsum_argmax (one optimal set) and counting_einsum (the number of optimal
-sets), their ratios to the contraction, the baseline's time, and the share of GPU time in tropical's product
-kernels (torch profiler). n >= 250 runs under memory_limit = 2^27 elements (sliced; the baseline is skipped). Times are the best of
-`--repeats` warm runs (CUDA synchronized).
+sets), their ratios to the contraction, the baseline's time, the share of GPU time in tropical's product
+kernels (torch profiler), and the contraction captured in one CUDA graph and replayed (no Python, no launch
+overhead: what a C++ plan object would approach). n >= 250 runs under memory_limit = 2^27 elements (sliced;
+the baseline is skipped). Times are the best of `--repeats` warm runs (CUDA synchronized).
 
 Usage: einsum.py [--backend torch|numpy] [--sizes 100 150 200 250] [--repeats 5] [--no-baseline]
                  [--sliced-from 250] [--memory-limit 134217728]
@@ -113,6 +114,34 @@ def baseline(backend, plan, operands):
     return nodes[tree.root()][0]
 
 
+def graph_replay(backend, fn, repeats, want):
+    """Best seconds of replaying fn captured in one CUDA graph (torch on a GPU; None elsewhere), checked to give
+    `want`; a capture that fails reports its reason instead."""
+    if backend.name != "torch" or backend.device != "cuda":
+        return None
+    torch = backend.torch
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()  # warm on the capture stream
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = fn()
+        best = math.inf
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            graph.replay()
+            torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - start)
+        if float(out) != want:
+            return f"replay gave {float(out)}, not {want}"
+        return best
+    except Exception as e:  # the row says why; the other columns stand
+        return f"capture failed: {type(e).__name__}: {e}"
+
+
 def product_share(backend, fn):
     """The share of CUDA kernel time in tropical's kernels during one run of fn (None off the GPU)."""
     if backend.name != "torch" or backend.device != "cuda":
@@ -150,7 +179,8 @@ def run(backend, n, repeats, with_baseline, memory_limit, annealer):
     selected = [v for v in range(n) if chosen[v] == 1]
     assert all(not (u in selected and v in selected) for u, v in edges) and len(selected) == float(size)
     row.update(size=float(size), count=float(count), plain=t_plain, argmax=t_argmax, counting=t_count,
-               share=product_share(backend, lambda: tropical.einsum(*operands, **kwargs)), baseline=None)
+               share=product_share(backend, lambda: tropical.einsum(*operands, **kwargs)), baseline=None,
+               graph=graph_replay(backend, lambda: tropical.einsum(*operands, **kwargs), repeats, float(size)))
     if with_baseline and memory_limit is None:
         network_ = _einsum_parse.parse(None, [x.shape for x in operands[0:-1:2]], args[1::2], [])
         plan = _einsum_path.plan(network_, path)
@@ -175,7 +205,7 @@ def main(argv):
     options = parser.parse_args(argv[1:])
     if options.backend is None:
         try:
-            import torch  # noqa: F401
+            import torch  # noqa: F401  (present: the default backend)
             options.backend = "torch"
         except ImportError:
             options.backend = "numpy"
@@ -196,6 +226,10 @@ def main(argv):
               f"{r['size']:4.0f} {r['count']:8.0f} | {r['plain'] * 1e3:9.2f} | "
               f"{r['argmax'] * 1e3:8.2f} ({r['argmax'] / r['plain']:4.2f}) | "
               f"{r['counting'] * 1e3:8.2f} ({r['counting'] / r['plain']:4.2f}) | {base} | {share}", flush=True)
+        if isinstance(r["graph"], float):
+            print(f"{'':6s}   the contraction captured in one CUDA graph: {r['graph'] * 1e3:.2f} ms a replay")
+        elif r["graph"] is not None:
+            print(f"{'':6s}   CUDA graph: {r['graph']}")
     return 0
 
 

@@ -61,9 +61,9 @@ def contract(ad, plan, operands, semiring):
 def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
     """The contraction of einsum(equation, *operands) (or the interleaved form op0, sublist0, ..., out_sublist)
     over `semiring`: a labels' product of the operands' elements with the semiring's multiplication, summed
-    with its addition over the labels not in the output. optimize: "greedy", "treesa" (or a TreeSA with its settings) or an
-    opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are sliced until it holds).
-    Returns an array of the operands' kind (0-d for a scalar output)."""
+    with its addition over the labels not in the output. optimize: "greedy", "treesa" (or a TreeSA with its
+    settings) or an opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are
+    sliced until it holds). Returns an array of the operands' kind (0-d for a scalar output)."""
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
     return contract(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
 
