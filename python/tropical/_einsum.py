@@ -42,11 +42,11 @@ def _semiring(semiring):
 
 
 def _slices(plan):
-    """Every slice as a dict sliced label -> index, in lexicographic order (an unsliced plan: one empty dict)."""
+    """Every slice as a dict sliced label -> index, in lexicographic order (an unsliced plan: one empty dict); a
+    list, not a generator, so that torch.compile traces it."""
     labels = plan.sliced_labels()
     sizes = plan.network.sizes
-    for index in itertools.product(*(range(sizes[label]) for label in labels)):
-        yield dict(zip(labels, index))
+    return [dict(zip(labels, index)) for index in itertools.product(*(range(sizes[label]) for label in labels))]
 
 
 def contract(ad, plan, operands, semiring):
@@ -150,7 +150,10 @@ def torch_einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None
         if x.dtype != operands[0].dtype or x.device != operands[0].device:
             raise InvalidArgument(f"tropical: operand {i} is {x.dtype} on {x.device} but operand 0 is "
                                   f"{operands[0].dtype} on {operands[0].device}")
-    _ops._dtype_code(semiring, str(operands[0].dtype)[6:])
+    names = {getattr(torch, name): name for name in _arrays.DTYPE_CODES}  # no str(dtype): torch.compile traces this
+    if operands[0].dtype not in names:
+        raise InvalidArgument(f"tropical: the operands are {operands[0].dtype}; supported: " + ", ".join(names.values()))
+    _ops._dtype_code(semiring, names[operands[0].dtype])
     shapes = [tuple(x.shape) for x in operands]
     plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit, timed=False)
     return contract(_einsum_arrays.Torch(differentiable=True), plan, operands, semiring)

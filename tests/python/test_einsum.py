@@ -237,6 +237,19 @@ def test_every_feature_in_one_network():
     assert isinstance(assignment["i"], int) and isinstance(assignment["k"], int)
 
 
+def test_strided_views_as_operands():
+    rng = np.random.default_rng(10)
+    base = rng.integers(-5, 6, (6, 8, 4)).astype(np.float32)
+    views = [base[::2, :, 1], base[1, ::-1, :].T, base[:, 3, ::2], base[2:5, 1:4, 0].T]  # (3,8) (4,8) (6,2) (3,3)
+    equation = "ij,kj,xy,ab->ikb"
+    want = brute_force("maxplus", equation, [np.ascontiguousarray(v) for v in views])
+    np.testing.assert_array_equal(tropical.einsum(equation, *views), want)
+    np.testing.assert_array_equal(tropical.einsum_argmax(equation, *views)[0], want)
+    counts = [np.ones_like(v) for v in views]
+    values, number = tropical.counting_einsum(equation, *zip(views, counts))
+    np.testing.assert_array_equal(values, want)
+
+
 def test_treesa_beats_greedy_on_a_regular_graph():
     problem = independent_set_problem(60, seed=3)
     g = greedy(problem)
