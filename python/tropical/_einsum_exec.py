@@ -107,42 +107,67 @@ def _valid(ad, y):
     return min(strides[-2:]) >= 0 and _fast.matrix(rows, cols, strides[-2], strides[-1]) is not None
 
 
-def _arrange(ad, x, labels, batch, rows, cols, sizes, how=None):
-    """(matrix batch of x with axes batch x rows x cols, how): how is "view" (a row-major view), "swap" (the
-    transpose of a view: column-major) or "copy"; a given `how` is repeated (the counts of a values array)."""
-    nb, nr, nc = (math.prod(sizes[label] for label in group) for group in (batch, rows, cols))
-    lead = (nb,) if batch else ()
-    if how in (None, "swap") and labels == batch + cols + rows:
-        y = ad.swap_last(x.reshape(lead + (nc, nr)))
+class _Layout:
+    """How one operand becomes a batch of matrices (batch x rows x cols): the permutation, the shapes of the
+    row-major view and of the transposed one, and whether its axes are already in either order."""
+
+    __slots__ = ("perm", "shape", "swapped", "in_order", "in_swapped_order")
+
+    def __init__(self, labels, batch, rows, cols, sizes):
+        nb, nr, nc = (math.prod(sizes[label] for label in group) for group in (batch, rows, cols))
+        lead = (nb,) if batch else ()
+        self.perm = [labels.index(label) for label in batch + rows + cols]
+        self.shape, self.swapped = lead + (nr, nc), lead + (nc, nr)
+        self.in_order = labels == batch + rows + cols
+        self.in_swapped_order = labels == batch + cols + rows
+
+
+def _arrange(ad, x, layout, how=None):
+    """(matrix batch of x, how): how is "view" (a row-major view), "swap" (the transpose of a view:
+    column-major) or "copy"; a given `how` is repeated (the counts of a values array)."""
+    if how in (None, "swap") and layout.in_swapped_order:
+        y = ad.swap_last(x.reshape(layout.swapped))
         if how == "swap" or _valid(ad, y):
             return y, "swap"
-    perm = [labels.index(label) for label in batch + rows + cols]
-    y = ad.permute(x, perm).reshape(lead + (nr, nc))
+    y = (x if layout.in_order else ad.permute(x, layout.perm)).reshape(layout.shape)
     if how == "view" or (how is None and _valid(ad, y)):
         return y, "view"
-    return ad.contiguous(ad.permute(x, perm)).reshape(lead + (nr, nc)), "copy"
+    return ad.contiguous(ad.permute(x, layout.perm)).reshape(layout.shape), "copy"
 
 
-def contract(ad, a, b, keep, sizes, semiring, mode, trace, node):
-    """The Tensor of one pairwise step a (x) b keeping the labels in `keep`: labels batch + left + right."""
-    in_a, in_b = set(a.labels), set(b.labels)
-    big = a if ad.numel(a.values) >= ad.numel(b.values) else b
-    batch = [label for label in big.labels if label in in_a and label in in_b and label in keep]
-    contracted = [label for label in big.labels if label in in_a and label in in_b and label not in keep]
-    left = [label for label in a.labels if label not in in_b]
-    right = [label for label in b.labels if label not in in_a]
-    ma, how_a = _arrange(ad, a.values, a.labels, batch, left, contracted, sizes)
-    mb, how_b = _arrange(ad, b.values, b.labels, batch, contracted, right, sizes)
-    labels = batch + left + right
-    shape = tuple(sizes[label] for label in labels)
+class _Step:
+    """One pairwise step's classification, made once per plan and operand label orders: the result's labels
+    (batch + left + right) and shape, the contracted labels, and both operands' layouts."""
+
+    __slots__ = ("labels", "shape", "contracted", "layout_a", "layout_b")
+
+    def __init__(self, labels_a, labels_b, keep, sizes):
+        in_a, in_b = set(labels_a), set(labels_b)
+        # The larger operand's order decides the shared labels' order: the smaller one is the one copied.
+        big = labels_a if math.prod(sizes[x] for x in labels_a) >= math.prod(sizes[x] for x in labels_b) else labels_b
+        batch = [label for label in big if label in in_a and label in in_b and label in keep]
+        self.contracted = [label for label in big if label in in_a and label in in_b and label not in keep]
+        left = [label for label in labels_a if label not in in_b]
+        right = [label for label in labels_b if label not in in_a]
+        self.labels = batch + left + right
+        self.shape = tuple(sizes[label] for label in self.labels)
+        self.layout_a = _Layout(labels_a, batch, left, self.contracted, sizes)
+        self.layout_b = _Layout(labels_b, batch, self.contracted, right, sizes)
+
+
+def contract(ad, a, b, step, semiring, mode, trace, node):
+    """The Tensor of one pairwise step a (x) b classified by `step`."""
+    ma, how_a = _arrange(ad, a.values, step.layout_a)
+    mb, how_b = _arrange(ad, b.values, step.layout_b)
+    labels, shape = step.labels, step.shape
     if mode == "counting":
-        ca, _ = _arrange(ad, a.counts, a.labels, batch, left, contracted, sizes, how_a)
-        cb, _ = _arrange(ad, b.counts, b.labels, batch, contracted, right, sizes, how_b)
+        ca, _ = _arrange(ad, a.counts, step.layout_a, how_a)
+        cb, _ = _arrange(ad, b.counts, step.layout_b, how_b)
         v, c = ad.counting_matmul(ma, ca, mb, cb)
         return Tensor(v.reshape(shape), c.reshape(shape), labels)
     if mode == "argmax":
         v, arg = ad.matmul_argmax(ma, mb, semiring)
-        trace.steps[node] = (labels, contracted, arg)
+        trace.steps[node] = (labels, step.contracted, arg)
         return Tensor(v.reshape(shape), None, labels)
     return Tensor(ad.matmul(ma, mb, semiring).reshape(shape), None, labels)
 
@@ -158,8 +183,14 @@ def run(ad, plan, operands, counts, semiring, mode, fixed, trace):
         nodes[leaf] = prepare_leaf(ad, operands[leaf], c, term, fixed, keeps[leaf], semiring, mode, sizes, trace,
                                    leaf)
     n = tree.count
+    steps = plan.steps
     for i, (a, b) in enumerate(tree.children):
-        nodes[n + i] = contract(ad, nodes.pop(a), nodes.pop(b), keeps[n + i], sizes, semiring, mode, trace, n + i)
+        ta, tb = nodes.pop(a), nodes.pop(b)
+        key = (n + i, tuple(ta.labels), tuple(tb.labels))
+        step = steps.get(key)
+        if step is None:
+            step = steps[key] = _Step(ta.labels, tb.labels, keeps[n + i], sizes)
+        nodes[n + i] = contract(ad, ta, tb, step, semiring, mode, trace, n + i)
     root = nodes[tree.root()]
     perm = [root.labels.index(label) for label in network.output]
     values = ad.contiguous(ad.permute(root.values, perm))
