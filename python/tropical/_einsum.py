@@ -76,10 +76,17 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
     ad = _einsum_arrays.adapter(operands[0])
     like = operands[0]
+    output = plan.network.output
     result = assign = None
     for fixed in _slices(plan):
         trace = _einsum_exec.Trace()
         part = _einsum_exec.run(ad, plan, operands, None, semiring, "argmax", fixed, trace).values
+        if not output:  # a scalar: the walk on Python integers
+            found = _einsum_trace.scalar_traceback(ad, plan, trace, fixed)
+            if result is None or bool(_einsum_trace.better(ad, semiring, part, result)):
+                assign = found
+            result = part if result is None else _einsum_trace.add(ad, semiring, result, part)
+            continue
         found = _einsum_trace.traceback(ad, plan, trace, like, fixed)
         if result is None:
             result, assign = part, found
@@ -87,11 +94,9 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
         win = _einsum_trace.better(ad, semiring, part, result)
         result = _einsum_trace.add(ad, semiring, result, part)
         assign = ad.where(win[None], found, assign)
-    output = plan.network.output
+    if not output:
+        return result, {label: assign[label] for label in plan.labels}
     rows = [(label, i) for i, label in enumerate(plan.labels) if label not in output]
-    if not output:  # one transfer for every label
-        values = ad.to_list(assign)
-        return result, {label: int(values[i]) for label, i in rows}
     return result, {label: ad.contiguous(assign[i]) for label, i in rows}
 
 

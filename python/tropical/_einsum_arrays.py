@@ -103,8 +103,9 @@ class NumpyLike:
     def clamp_min0(self, x):
         return self.xp.maximum(x, 0)
 
-    def to_list(self, x):
-        return x.tolist()
+    def element(self, x, position):
+        """The element at flat position of a contiguous integer array, as a Python int."""
+        return int(x.reshape(-1)[position])
 
     # products
     def matmul(self, a, b, semiring):
@@ -211,8 +212,8 @@ class Torch(NumpyLike):
     def clamp_min0(self, x):
         return x.clamp(min=0)
 
-    def to_list(self, x):
-        return x.tolist()
+    def element(self, x, position):
+        return int(x.reshape(-1)[position].item())
 
     def matmul(self, a, b, semiring):
         if self.differentiable:

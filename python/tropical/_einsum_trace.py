@@ -73,6 +73,33 @@ def traceback(ad, plan, trace, like, fixed):
     return assign
 
 
+def scalar_traceback(ad, plan, trace, fixed):
+    """label -> int for a scalar output: the same walk with Python integers, reading one element of each argmax
+    (on a GPU a few microseconds each, fewer than the array operations of traceback would launch)."""
+    tree, sizes = plan.tree, plan.network.sizes
+    values = dict(fixed)
+    stack = [tree.root()]
+    while stack:
+        node = stack.pop()
+        if node >= tree.count:
+            labels, contracted, arg = trace.steps[node]
+            stack.extend(tree.children[node - tree.count])
+        elif node in trace.leaves:
+            labels, contracted, arg = trace.leaves[node]
+        else:
+            continue
+        if not contracted:
+            continue
+        position = 0
+        for label in labels:
+            position = position * sizes[label] + values[label]
+        k = max(ad.element(arg, position), 0)  # -1 (nothing beat the zero): any index will do
+        for label in reversed(contracted):
+            values[label] = k % sizes[label]
+            k //= sizes[label]
+    return values
+
+
 def better(ad, semiring, new, old):
     """Where the semiring's addition strictly prefers new to old (a NaN never wins; ties keep old)."""
     if semiring == "andor":
