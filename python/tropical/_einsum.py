@@ -29,6 +29,7 @@ def _setup(args, semiring, optimize, memory_limit):
     semiring = _semiring(semiring)
     described = _checked(operands, semiring)
     shapes = [tuple(d.shape) for d in described]
+    operands = [d.obj for d in described]  # DLPack and CUDA-array-interface objects as their NumPy/CuPy views
     return operands, _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit), semiring
 
 
@@ -121,6 +122,8 @@ def counting_einsum(*args, optimize="greedy", memory_limit=None):
         if tuple(described[i].shape) != tuple(described[len(values) + i].shape):
             raise InvalidArgument(f"tropical: operand {i}'s values have shape {tuple(described[i].shape)} but its "
                                   f"counts {tuple(described[len(values) + i].shape)}")
+    count = len(values)
+    values, counts = [d.obj for d in described[:count]], [d.obj for d in described[count:]]
     ad = _einsum_arrays.adapter(values[0])
     for i in range(len(values)):  # the counts must follow the values' layout through every view
         if ad.strides(values[i]) != ad.strides(counts[i]):

@@ -250,6 +250,29 @@ def test_strided_views_as_operands():
     np.testing.assert_array_equal(values, want)
 
 
+class Wrapped:
+    """An array known only through DLPack (as a JAX or TensorFlow array would be)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_operands():
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(-5, 6, (3, 4)).astype(np.float64), rng.integers(-5, 6, (4, 2)).astype(np.float64)
+    want = brute_force("maxplus", "ij,jk->ik", [a, b])
+    np.testing.assert_array_equal(tropical.einsum("ij,jk->ik", Wrapped(a), Wrapped(b)), want)
+    np.testing.assert_array_equal(tropical.einsum_argmax("ij,jk->ik", Wrapped(a), Wrapped(b))[0], want)
+    values, counts = tropical.counting_einsum("ij,jk->ik", (Wrapped(a), Wrapped(np.ones_like(a))), (b, np.ones_like(b)))
+    np.testing.assert_array_equal(values, want)
+
+
 def test_treesa_beats_greedy_on_a_regular_graph():
     problem = independent_set_problem(60, seed=3)
     g = greedy(problem)
