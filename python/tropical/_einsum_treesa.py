@@ -104,8 +104,8 @@ class _Annealer:
 class TreeSA:
     """The annealer's settings, for optimize=: trials independent anneals (the first from the greedy tree) over
     `temperatures` inverse temperatures from betas[0] to betas[1], `sweeps` passes over the tree at each; the
-    energy penalizes space above sc_target (log2 elements; None: log2 of the memory limit, or 20 without one,
-    omeco's default) with weight sc_weight; seed makes the result deterministic (whatever `processes`: trials run
+    energy penalizes space above sc_target (log2 elements; None: no penalty, as einsum's memory_limit is met by
+    slicing) with weight sc_weight; seed makes the result deterministic (whatever `processes`: trials run
     in that many forked processes, Linux only). The defaults plan a random 3-regular graph of 200 vertices in
     about 10 s of one core (more trials beat longer anneals there)."""
 
@@ -177,20 +177,17 @@ def _expanded(reduced_tree, hosts, groups, count):
     return Tree(count, children)
 
 
-def treesa(problem, settings=None, sc_target=20.0, start=None):
-    """The best Tree (least space above the target, then least time) of the settings' anneals (a TreeSA; None:
-    the defaults); sc_target applies where the settings leave it None."""
-    settings = settings or TreeSA()
-    if settings.sc_target is not None:
-        sc_target = settings.sc_target
+def _candidates(problem, settings, sc_target):
+    """Every trial's start and annealed tree, over all of problem's operands."""
     hosts, groups = _absorbed(problem)
-    if start is None and len(hosts) < len(problem.leaves) and len(hosts) >= 3:
+    if len(hosts) < len(problem.leaves) and len(hosts) >= 3:
         reduced = Problem([_union(problem.leaves, [h] + groups[h]) for h in hosts], problem.output,
                           problem.log2_sizes)
-        return _expanded(treesa(reduced, settings, sc_target), hosts, groups, len(problem.leaves))
-    start = start or greedy(problem)
+        return [_expanded(tree, hosts, groups, len(problem.leaves)) for tree in _candidates(reduced, settings,
+                                                                                               sc_target)]
+    start = greedy(problem)
     if len(problem.leaves) < 3:
-        return start
+        return [start]
     trials = range(settings.trials)
     if settings.processes > 1 and settings.trials > 1:
         # fork: the children run pure Python (no device, no framework), and need no importable __main__.
@@ -201,13 +198,21 @@ def treesa(problem, settings=None, sc_target=20.0, start=None):
             found = list(pool.map(_anneal, *zip(*[(problem, settings, sc_target, t, start) for t in trials])))
     else:
         found = [_anneal(problem, settings, sc_target, t, start) for t in trials]
-    best, best_key = None, None
-    for candidate in (tree for pair in found for tree in pair):
-        tc, sc, _ = candidate.cost(problem)
-        key = (max(sc - sc_target, 0.0), tc)
-        if best_key is None or key < best_key:
-            best, best_key = candidate, key
-    return best
+    return [tree for pair in found for tree in pair]
+
+
+def treesa(problem, settings=None, sc_target=math.inf, key=None):
+    """The best Tree of the settings' anneals (a TreeSA; None: the defaults): the least space above the target,
+    then the least time, or the least key(tree) if given (the planner's cost after slicing); sc_target applies
+    where the settings leave it None."""
+    settings = settings or TreeSA()
+    if settings.sc_target is not None:
+        sc_target = settings.sc_target
+    if key is None:
+        def key(tree):
+            tc, sc, _ = tree.cost(problem)
+            return (max(sc - sc_target, 0.0), tc)
+    return min(_candidates(problem, settings, sc_target), key=key)
 
 
 def _union(leaves, members):
