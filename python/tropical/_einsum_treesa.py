@@ -5,8 +5,10 @@ Why this optimizer: on graph problems greedy orders are far from the best, and a
 TreeSA finds the best orders for the networks this library is for (the reference's benchmarks) while being a
 few hundred lines: a move rotates one node's subtree, ((a, b), c) -> ((a, c), b) or ((c, b), a), and changes
 only two nodes' costs, so each proposal costs O(1) mask operations. The energy is the log2 time of the two
-changed nodes, plus a penalty on space above a target (sc_target, log2 elements), accepted by the Metropolis
-rule as the inverse temperature rises."""
+changed nodes (plus, if asked, a penalty on space above sc_target), accepted by the Metropolis rule as the
+inverse temperature rises. Operands whose labels another operand holds are multiplied into it first, so the
+anneal works on fewer leaves. In pure Python a proposal costs ~1.5 us: the defaults (4 trials x 3,000 sweeps)
+are ~20x fewer proposals than omeco's, which is why `processes` exists."""
 
 import math
 import random
