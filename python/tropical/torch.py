@@ -266,3 +266,10 @@ def minplus_matmul(a, b):
 def maxmul_matmul(a, b):
     """C(i, j) = max_k a(i, k) * b(k, j) (non-negative values), differentiable."""
     return matmul(a, b, "maxmul")
+
+
+def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
+    """tropical.einsum on torch tensors, differentiable: the products are this module's matmul (gradients
+    through their argmax) and reductions inside one operand take their winner, ties to the smallest index."""
+    from ._einsum import torch_einsum
+    return torch_einsum(*args, semiring=semiring, optimize=optimize, memory_limit=memory_limit)
