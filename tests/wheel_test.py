@@ -175,7 +175,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tropical-wheel-")
     check(not os.path.realpath(tmp).startswith(SOURCE + os.sep), f"the temporary directory {tmp} is in the tree")
     env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(tmp, "cache"), TROPICAL_CACHE_LAYERS="",
-               PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+               PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
     for name in ("PYTHONPATH", "TROPICAL_LIBRARY", "LD_LIBRARY_PATH", "PYTHONHOME", "VIRTUAL_ENV"):
         env.pop(name, None)
     try:
