@@ -1,8 +1,8 @@
 // The CPU backend (issue 24), side by side in one run: the microkernel's
 // ceiling on data in L1 (one core, every core), f32 MaxPlus 1024^3 (and 4096^3
-// with --large) on one core and on every core, argmax, i32 and f64 rows, the
-// reference loops and NumPy's broadcast product at small sizes, then a table of
-// ratios. Every row's label names the instruction set the dispatcher chose
+// with --large) on one core and on every core, argmax, i32 and f64 rows,
+// matrix-vector products (n = 1, m = 1), the reference loops and NumPy's
+// broadcast product at small sizes, then a table of ratios. Every row's label names the instruction set the dispatcher chose
 // (TROPICAL_CPU_ISA forces one). Counter GMAC/s = M*N*K / time / 1e9.
 #include <benchmark/benchmark.h>
 
@@ -91,6 +91,27 @@ void BM_product(benchmark::State& state) {
   record(state, start, static_cast<double>(n) * n * n, std::string(cpu::isa()));
 }
 
+/// A matrix-vector product through the public API: state.range(0) x state.range(0) A (or B) and a vector,
+/// on state.range(1) threads (0: every core); kRows: C = A (x) b (n = 1), else c = a (x) B (m = 1).
+template <class S, class T, bool kRows>
+void BM_vector(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const auto matrix = random_operand<T>(static_cast<std::size_t>(n * n), 3);
+  const auto vector = random_operand<T>(static_cast<std::size_t>(n), 4);
+  std::vector<T> c(static_cast<std::size_t>(n));
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    if constexpr (kRows) {
+      cpu::gemm<S, T>(Trans::kNo, Trans::kNo, n, 1, n, matrix.data(), n, vector.data(), 1, c.data(), 1, threads);
+    } else {
+      cpu::gemm<S, T>(Trans::kNo, Trans::kNo, 1, n, n, vector.data(), n, matrix.data(), n, c.data(), n, threads);
+    }
+    benchmark::DoNotOptimize(c.data());
+  }
+  record(state, start, static_cast<double>(n) * n, std::string(cpu::isa()));
+}
+
 /// The reference loops (one thread), the oracle the backend replaces.
 template <class S, class T>
 void BM_reference(benchmark::State& state) {
@@ -170,6 +191,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ratio("f32 MaxPlus 256^3 one core / reference loops 256^3", "BM_gemm_f32/256/1", "BM_reference_f32/256");
     ratio("i32 MaxPlus 1024^3 / f32 (every core)", "BM_gemm_i32/1024/0", "BM_gemm_f32/1024/0");
     ratio("f64 MaxPlus 1024^3 / f32 (every core)", "BM_gemm_f64/1024/0", "BM_gemm_f32/1024/0");
+    ratio("f32 MaxPlus 4096x4096 (x) vector / 1024^3 (one core)", "BM_matvec_f32/4096/1", "BM_gemm_f32/1024/1");
+    ratio("f32 MaxPlus vector (x) 4096x4096 / 1024^3 (one core)", "BM_vecmat_f32/4096/1", "BM_gemm_f32/1024/1");
+    ratio("f32 MaxPlus 4096x4096 (x) vector / 1024^3 (every core)", "BM_matvec_f32/4096/0", "BM_gemm_f32/1024/0");
   }
 
  private:
@@ -211,6 +235,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("BM_gemm_minplus_f32", BM_product<MinPlus, float, false>)->Args({n, 0})
         ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   }
+  // The thin shapes of tensor networks and Viterbi recurrences: n = 1 and m = 1.
+  benchmark::RegisterBenchmark("BM_matvec_f32", BM_vector<MaxPlus, float, true>)->Args({4096, 1})->Args({4096, 0})
+      ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+  benchmark::RegisterBenchmark("BM_vecmat_f32", BM_vector<MaxPlus, float, false>)->Args({4096, 1})->Args({4096, 0})
+      ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   benchmark::RegisterBenchmark("BM_reference_f32", BM_reference<MaxPlus, float>)->Arg(256)
       ->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   benchmark::RegisterBenchmark("BM_reference_i32", BM_reference<MaxPlus, std::int32_t>)->Arg(256)

@@ -324,33 +324,41 @@ BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const 
   return s;
 }
 
-int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
-                    bool reads_operand, const void* operand, const void* grad, CUstream stream,
-                    const Strides& strides, std::int64_t batch) {
+BackwardSpans backward_spans(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
+                             bool reads_operand, const void* operand, const void* grad, const Strides& strides,
+                             std::int64_t batch) {
   const char* grad_name = s.wrt_a ? "grad_a" : "grad_b";
   const char* operand_name = s.wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)";
   check_non_null(grad, grad_name);
-  const Span g = span(grad_name, grad, s.grad, s.ldgrad, strides.c, batch, s.elem_size);
-  Span gc, x, other;
+  BackwardSpans r;
+  r.grad = span(grad_name, grad, s.grad, s.ldgrad, strides.c, batch, s.elem_size);
   if (reads_c) {
     check_non_null(grad_c, "grad_c");
     check_non_null(argmax, "argmax");
     if (reads_operand) check_non_null(operand, operand_name);
-    gc = span("grad_c", grad_c, s.gc, s.ldgc, strides.a, batch, s.elem_size);
-    x = span("argmax", argmax, s.gc, s.ldargmax, strides.argmax, batch, sizeof(std::int32_t));
-    if (reads_operand) other = span(operand_name, operand, s.other, s.ld_operand, strides.b, batch, s.elem_size);
-    for (const Span* in : {&gc, &x, &other}) {
-      if (overlap(g, *in)) {
+    r.gc = span("grad_c", grad_c, s.gc, s.ldgc, strides.a, batch, s.elem_size);
+    r.argmax = span("argmax", argmax, s.gc, s.ldargmax, strides.argmax, batch, sizeof(std::int32_t));
+    if (reads_operand) r.other = span(operand_name, operand, s.other, s.ld_operand, strides.b, batch, s.elem_size);
+    // The gradient is zeroed, then summed into, while dC, the argmax and the operand are still read.
+    for (const Span* in : {&r.gc, &r.argmax, &r.other}) {
+      if (overlap(r.grad, *in)) {
         invalid(std::string("the gradient must not overlap grad_c, argmax or the operand: ") + grad_name +
                 " shares memory with " + in->name);
       }
     }
   }
+  return r;
+}
+
+int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
+                    bool reads_operand, const void* operand, const void* grad, CUstream stream,
+                    const Strides& strides, std::int64_t batch) {
+  const BackwardSpans spans = backward_spans(s, reads_c, grad_c, argmax, reads_operand, operand, grad, strides, batch);
   DeviceCheck devices;
-  devices.add(g);
-  devices.add(gc);
-  devices.add(x);
-  devices.add(other);
+  devices.add(spans.grad);
+  devices.add(spans.gc);
+  devices.add(spans.argmax);
+  devices.add(spans.other);
   return devices.device(stream);
 }
 

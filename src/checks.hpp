@@ -144,9 +144,20 @@ BackwardShape check_backward(catalog::KernelId id, std::size_t elem_size, const 
                              std::int64_t ldargmax, bool reads_operand, std::int64_t ld_operand,
                              std::int64_t ldgrad);
 
-/// Null checks of a backward pass, the gradient sharing a byte with dC, argmax or the operand, spans past
-/// the end of the address space (no GPU needed so far), then the common device and each operand's
-/// allocation. strides: a = dC, b = the operand, c = the gradient (those of a batch; none for one product).
+/// The spans of a backward pass's operands: dC, argmax and the operand empty unless read.
+struct BackwardSpans {
+  Span grad, gc, argmax, other;
+};
+
+/// The operands of a non-empty backward pass (both backends), checked: null pointers, spans past the end of
+/// the address space, and the gradient sharing a byte with dC, argmax or the operand (reads_c: m, n > 0;
+/// reads_operand: MaxMul). Needs no GPU. strides: a = dC, b = the operand, c = the gradient (those of a
+/// batch; none for one product).
+BackwardSpans backward_spans(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
+                             bool reads_operand, const void* operand, const void* grad, const Strides& strides = {},
+                             std::int64_t batch = 1);
+
+/// backward_spans(), then the common device and each operand's allocation.
 int backward_device(const BackwardShape& s, bool reads_c, const void* grad_c, const std::int32_t* argmax,
                     bool reads_operand, const void* operand, const void* grad, CUstream stream,
                     const Strides& strides = {}, std::int64_t batch = 1);

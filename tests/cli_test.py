@@ -11,6 +11,8 @@ Usage: cli_test.py PATH_TO_TROPICAL
 import fcntl
 import json
 import os
+import platform
+import re
 import shutil
 import struct
 import subprocess
@@ -562,6 +564,71 @@ class CliTest(unittest.TestCase):
     def test_numbers_out_of_range_name_the_range_in_words_that_fit(self):
         self.assertIn("-m wants an integer from 1 to", self.usage_error("gemm", "-m", "0"))
         self.assertIn("-j wants a non-negative integer up to 1024", self.usage_error("warm", "-j", "x", "--all"))
+
+    # What a new user typed: values after '=' on short options, a negative value that is no option, the
+    # global --cache-dir before the command, a product too large for the host's memory, and singulars.
+    def test_short_options_take_an_attached_value_after_equals_too(self):
+        out = self.run_tropical("gemm", "--device=cpu", "-m=8", "-n=4", "-k=2", "--repeat=1").stdout
+        self.assertIn("maxplus f32 8x4x2 on the CPU", out)
+        self.assertIn("-m wants an integer from 1 to", self.usage_error("gemm", "--device", "cpu", "-m=x"))
+
+    def test_a_negative_value_is_a_bad_value_not_an_unknown_option(self):
+        line = self.usage_error("config", "max_size", "-5")
+        self.assertIn("max_size wants a size", line)
+        self.assertNotIn("unknown option", line)
+        self.assertIn("-m wants an integer from 1 to", self.usage_error("gemm", "-m", "-5"))
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "tropical.conf")), "bad usage wrote settings")
+
+    def test_cache_dir_before_the_command_name(self):
+        other = os.path.join(self.tmp, "other")
+        self.run_tropical("--cache-dir", other, "config", "max_size", "1G")
+        self.assertTrue(os.path.exists(os.path.join(other, "tropical.conf")))
+        self.assertIn("1G", self.run_tropical("--cache-dir=" + other, "config", "max_size").stdout)
+        self.assertIn("is given twice", self.usage_error("--cache-dir", other, "stats", "--cache-dir", other))
+        self.assertIn("--cache-dir needs a value", self.usage_error("--cache-dir"))
+        self.assertIn("usage", self.run_tropical("--cache-dir", other, code=2).stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.cache, "tropical.conf")))
+
+    def test_one_thread_is_singular(self):
+        out = self.run_tropical("gemm", "--device", "cpu", "-m", "4", "-n", "4", "-k", "4", "--repeat", "1",
+                                "--threads", "1").stdout
+        self.assertIn("1 thread)", out)
+        self.assertNotIn("1 threads", out)
+
+    def test_a_product_too_large_for_host_memory_is_one_sentence_and_exit_1(self):
+        import resource
+
+        def limit_memory():
+            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+        proc = subprocess.run([TROPICAL, "gemm", "--device", "cpu", "-m", "100000", "-n", "100000", "-k", "1"],
+                              capture_output=True, text=True, env=self.env, timeout=600, preexec_fn=limit_memory)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+        self.assertIn("100000x100000x1", proc.stderr)
+        self.assertIn("40.0 GB of host memory", proc.stderr)
+        self.assertNotIn("bad_alloc", proc.stderr)
+
+    def test_a_cpu_isa_this_cpu_lacks_warns_once_and_uses_the_best_it_has(self):
+        gemm = ("gemm", "--device", "cpu", "-m", "4", "-n", "4", "-k", "4", "--repeat", "1")
+        best = re.search(r"on the CPU \((\w+),", self.run_tropical(*gemm).stdout).group(1)
+        lacking = "neon" if platform.machine() in ("x86_64", "AMD64", "i386", "i686") else "avx2"
+        proc = self.run_tropical(*gemm, env=dict(self.env, TROPICAL_CPU_ISA=lacking))
+        self.assertIn(f"on the CPU ({best},", proc.stdout)
+        self.assertEqual(proc.stderr.count("TROPICAL_CPU_ISA"), 1, proc.stderr)
+        self.assertIn(f"TROPICAL_CPU_ISA={lacking} names an instruction set this CPU lacks", proc.stderr)
+        self.assertIn(f"using the best it has ({best})", proc.stderr)
+
+    def test_escape_bytes_in_a_cache_path_do_not_reach_the_terminal(self):
+        cache = os.path.join(self.tmp, "ca\x1b[31mche\x07")
+        for args in [("stats",), ("stats", "--zero"), ("clear",), ("config", "max_size", "1G"), ("list", "--arch", "sm_90")]:
+            proc = self.run_tropical("--cache-dir", cache, *args)
+            for stream in (proc.stdout, proc.stderr):
+                self.assertNotIn("\x1b", stream, args)
+                self.assertNotIn("\x07", stream, args)
+        self.assertIn("ca?[31mche?", self.run_tropical("--cache-dir", cache, "stats").stdout)
+        # JSON keeps the name exact, escaped the JSON way.
+        self.assertEqual(self.json_of("--cache-dir", cache, "stats", "--json")["cache"]["dir"], cache)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // which run before any driver call.
 #include "tropical/gemm.hpp"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -521,6 +522,56 @@ TEST(ApiWithADriver, backward_passes_check_their_operands_against_their_allocati
                 backward_b_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 2, 2, 2, gc, 2, 4, argmax, 2, 4, nullptr, 2, 4,
                                                    grad, 2, 4, 2);
               }), "grad_b spans 32 bytes");
+}
+
+/// How many context, memset or launch calls the fake driver has seen (-1 if it is not loaded).
+long driver_work_calls() {
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) return -1;
+  const auto count = reinterpret_cast<long (*)()>(dlsym(handle, fake_cuda::kUnsupportedCalls));
+  const long calls = count != nullptr ? count() : -1;
+  dlclose(handle);
+  return calls;
+}
+
+/// The InvalidArgument message of call, which must have asked the driver for nothing but where pointers lie.
+std::string refused_before_any_work(const std::function<void()>& call) {
+  const long before = driver_work_calls();
+  const std::string message = invalid_message(call);
+  EXPECT_EQ(driver_work_calls(), before) << "the driver was asked for a context, a memset or a launch: " << message;
+  return message;
+}
+
+// The three allocation checks, each refused before anything is queued, with the driver present: a batch
+// past its allocation, a batched C over A in one allocation, and a stride that fits the allocation exactly
+// (it reaches the driver) against one element more. On a stream of its own, a call that passes every check
+// asks the fake driver for the stream's context, a call the fake does not support and counts.
+TEST(ApiWithADriver, allocation_and_overlap_checks_refuse_before_anything_is_queued) {
+  TROPICAL_REQUIRE_FAKE_DRIVER();
+  const auto stream = reinterpret_cast<CUstream>(std::uintptr_t{0x1000});
+  const float* a = device_floats(fake_cuda::kFirst);
+  ASSERT_EQ(device_count(), 1);  // loads the driver
+  ASSERT_GE(driver_work_calls(), 0) << "the fake libcuda.so.1 is not the one loaded";
+  // A batch of 2^40 one-element products of C in the third 1 MiB allocation.
+  EXPECT_PRED2(says, refused_before_any_work([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 1, 1, 1, a, 1, 0, a + 1, 1, 0,
+                                             device_floats(fake_cuda::kThird), 1, 1, std::int64_t{1} << 40, stream);
+              }), "past the end of its allocation");
+  // A's products are 32 floats apart; C's first product (floats 40 to 55) lies over A's second (32 to 47).
+  EXPECT_PRED2(says, refused_before_any_work([&] {
+                gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 4, 4, a, 4, 32, a + 4096, 4, 16,
+                                             device_floats(fake_cuda::kFirst) + 40, 4, 32, 2, stream);
+              }), "C must not overlap A or B: C shares memory with A");
+  // C: 4096 products of 4 x 16 floats, stride 64: exactly the second allocation; one more element is not.
+  const std::int64_t batch = static_cast<std::int64_t>(fake_cuda::kBytes / (64 * sizeof(float)));
+  const auto product = [&](std::int64_t stride_c) {
+    gemm_batched<MaxPlus, float>(Trans::kNo, Trans::kNo, 4, 16, 1, a, 1, 0, a + 4, 16, 0,
+                                 device_floats(fake_cuda::kSecond), 16, stride_c, batch, stream);
+  };
+  const long before = driver_work_calls();
+  EXPECT_TRUE(reached_the_driver([&] { product(64); }));
+  EXPECT_GT(driver_work_calls(), before) << "the exact fit never asked the driver for the stream's context";
+  EXPECT_PRED2(says, refused_before_any_work([&] { product(65); }), "past the end of its allocation");
 }
 
 TEST(Api, a_product_without_a_driver_throws_unavailable) {

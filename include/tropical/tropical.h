@@ -16,6 +16,11 @@
  * - alpha and beta point to one element of the operands' type; NULL alpha is
  *   the semiring one (no scaling), NULL beta the semiring zero (C is
  *   overwritten, not read).
+ * - Every pointer is aligned for its element type: operands, alpha and beta
+ *   to their dtype's size (tropical_dtype_size), argmax to 4 bytes. A pointer
+ *   that is not gets TROPICAL_ERROR_INVALID_ARGUMENT, never an unaligned read.
+ * - An enum argument outside its enum gets TROPICAL_ERROR_INVALID_ARGUMENT
+ *   (queries: 0), whatever int a caller passes.
  * - Every function returns a tropical_status; TROPICAL_OK is 0. On failure
  *   nothing was queued or written, and tropical_last_error() gives the
  *   library's message on the failing thread. No C++ exception ever crosses

@@ -14,21 +14,24 @@ DTYPE_CODES = {"float32": (0, 4), "float64": (1, 8), "int32": (2, 4), "int64": (
 
 class Array:
     """One operand as the C ABI sees it. kind: "numpy", "torch" or "cupy"; device: -1 for host memory, else
-    the CUDA ordinal; strides in elements; obj: the framework's array (kept alive for the call)."""
+    the CUDA ordinal; strides in elements (None: a byte stride that is no multiple of the element size);
+    aligned: the pointer is aligned for the element type; read_only: why the array must not be written (or
+    None); obj: the framework's array (kept alive for the call)."""
 
-    __slots__ = ("kind", "device", "ptr", "shape", "strides", "dtype", "obj")
+    __slots__ = ("kind", "device", "ptr", "shape", "strides", "dtype", "obj", "aligned", "read_only")
 
-    def __init__(self, kind, device, ptr, shape, strides, dtype, obj):
+    def __init__(self, kind, device, ptr, shape, strides, dtype, obj, aligned=True, read_only=None):
         self.kind, self.device, self.ptr, self.shape, self.strides = kind, device, ptr, shape, strides
-        self.dtype, self.obj = dtype, obj
+        self.dtype, self.obj, self.aligned, self.read_only = dtype, obj, aligned, read_only
 
 
-def _element_strides(byte_strides, itemsize, name):
+def _element_strides(byte_strides, itemsize):
+    """Byte strides in elements, or None if one is no multiple of the element size (the array is then
+    copied where it is read, and refused where it would be written)."""
     strides = []
     for s in byte_strides:
         if s % itemsize:
-            raise InvalidArgument(f"tropical: {name} has a stride of {s} bytes, not a multiple of its "
-                                  f"{itemsize}-byte elements")
+            return None
         strides.append(s // itemsize)
     return tuple(strides)
 
@@ -45,7 +48,13 @@ def _from_torch(x, name):
         ordinal = -1
     else:
         raise InvalidArgument(f"tropical: {name} is on device '{device}'; supported: cpu and cuda")
-    return Array("torch", ordinal, x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x)
+    read_only = None
+    if x.requires_grad and x.is_leaf:
+        read_only = "is a leaf tensor that requires grad (autograd forbids writing it in place)"
+    elif x.is_inference() and not sys.modules["torch"].is_inference_mode_enabled():
+        read_only = "is an inference tensor (written only inside torch.inference_mode)"
+    return Array("torch", ordinal, x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x,
+                 read_only=read_only)
 
 
 def _from_numpy(x, name):
@@ -55,8 +64,10 @@ def _from_numpy(x, name):
                               "int16, uint8 and bool")
     if not x.dtype.isnative:
         raise InvalidArgument(f"tropical: {name} is not in the machine's byte order")
-    return Array("numpy", -1, x.__array_interface__["data"][0], x.shape,
-                 _element_strides(x.strides, x.itemsize, name), dtype, x)
+    flags = x.flags
+    return Array("numpy", -1, x.__array_interface__["data"][0], x.shape, _element_strides(x.strides, x.itemsize),
+                 dtype, x, aligned=flags.aligned,
+                 read_only=None if flags.writeable else "is read-only (its flags.writeable is False)")
 
 
 def _from_cupy(x, name):
@@ -64,7 +75,8 @@ def _from_cupy(x, name):
     if dtype not in DTYPE_CODES:
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}; supported: float32, float64, int32, int64, "
                               "int16, uint8 and bool")
-    return Array("cupy", x.device.id, x.data.ptr, x.shape, _element_strides(x.strides, x.itemsize, name), dtype, x)
+    return Array("cupy", x.device.id, x.data.ptr, x.shape, _element_strides(x.strides, x.itemsize), dtype, x,
+                 aligned=x.data.ptr % x.itemsize == 0)
 
 
 def _kind(x):
@@ -119,6 +131,22 @@ def _view(x, name):
     if hasattr(x, "__cuda_array_interface__"):
         return cupy.asarray(x)
     return cupy.from_dlpack(x)
+
+
+def contiguous(x, name):
+    """A row-major, aligned copy of operand x (made once, where its strides or alignment cannot be passed to the
+    C ABI: a non-unit inner stride, negative or broadcast strides, a misaligned NumPy view)."""
+    if x.kind == "torch":
+        copy = x.obj.contiguous()
+        if copy.data_ptr() == x.ptr:  # contiguous already: its strides were the problem (e.g. size-1 axes)
+            copy = x.obj.clone(memory_format=sys.modules["torch"].contiguous_format)
+    elif x.kind == "cupy":
+        cupy = sys.modules["cupy"]
+        with x.obj.device:
+            copy = cupy.array(x.obj, order="C", copy=True)
+    else:
+        copy = sys.modules["numpy"].array(x.obj, order="C", copy=True)
+    return describe(copy, name)
 
 
 def empty(like, shape, dtype, zero=False):

@@ -4,7 +4,16 @@ libtropical's tropical_counting_gemm(_batched) on the arrays' device, or its CPU
 
 from . import _arrays, _lib
 from ._errors import InvalidArgument, NotInCatalog
-from ._ops import _batch_of, _check_together, _matrices, _output, layout
+from ._ops import _batch_of, _check_together, _matrices, _output, layout, readable
+
+
+def _laid_out(v, c, name):
+    """(batch, (rows, cols), (trans, ld, stride) of values, ... of counts) of one operand's two arrays."""
+    batch, stride_v, shape, strides_v = _matrices(v, "values_" + name)
+    _, stride_c, _, strides_c = _matrices(c, "counts_" + name)
+    tv, ldv = layout(shape, strides_v, "values_" + name)
+    tc, ldc = layout(shape, strides_c, "counts_" + name)
+    return batch, shape, (tv, ldv, stride_v), (tc, ldc, stride_c)
 
 
 def _operand(values, counts, name):
@@ -13,13 +22,12 @@ def _operand(values, counts, name):
     if tuple(v.shape) != tuple(c.shape):
         raise InvalidArgument(f"tropical: values_{name} has shape {tuple(v.shape)} but counts_{name} has "
                               f"{tuple(c.shape)}")
-    batch, stride_v, shape, strides_v = _matrices(v, "values_" + name)
-    _, stride_c, _, strides_c = _matrices(c, "counts_" + name)
-    tv, ldv = layout(shape, strides_v, "values_" + name)
-    tc, ldc = layout(shape, strides_c, "counts_" + name)
-    if tv != tc:
-        raise InvalidArgument(f"tropical: values_{name} and counts_{name} must be laid out alike (both row-major "
-                              "or both column-major); make a contiguous copy of one")
+    v, c = readable(v, "values_" + name), readable(c, "counts_" + name)
+    laid = _laid_out(v, c, name)
+    if laid[2][0] != laid[3][0]:  # one row-major, one column-major: both copied once to row-major
+        v, c = _arrays.contiguous(v, "values_" + name), _arrays.contiguous(c, "counts_" + name)
+        laid = _laid_out(v, c, name)
+    batch, shape, (tv, ldv, stride_v), (_, ldc, stride_c) = laid
     return v, c, batch, shape, tv, (ldv, stride_v), (ldc, stride_c)
 
 

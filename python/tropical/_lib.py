@@ -160,6 +160,11 @@ class _Library:
             except OSError as e:
                 errors.append(f"{path}: {e}")
                 continue
+            missing = [name for name in _PROTOTYPES if not hasattr(dll, name)]
+            if missing:
+                errors.append(f"{path}: not libtropical (no {', '.join(missing[:3])}"
+                              + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") + ")")
+                continue
             for name, args in _PROTOTYPES.items():
                 fn = getattr(dll, name)
                 fn.argtypes = args

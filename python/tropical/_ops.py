@@ -1,8 +1,16 @@
 """The products on any supported array: shapes, strides and dtypes checked here (clear exceptions), mapped
-onto the C ABI's transposes, leading dimensions and batch strides without copies, then one call into
-libtropical on the array's device (the GPU on the framework's current stream, or the CPU)."""
+onto the C ABI's transposes, leading dimensions and batch strides, then one call into libtropical on the array's
+device (the GPU on the framework's current stream, or the CPU).
+
+Inputs may have any strides: a 2-D view with a unit stride in either axis (row- or column-major, padded rows or
+columns) and a non-negative batch stride (0 broadcasts) are passed as they are; any other view (a non-unit inner
+stride, negative strides, stride-0 rows, a misaligned NumPy view) is copied once to a contiguous array. Outputs
+are new row-major arrays, or out=: then it must be writable, of the result's shape and dtype, aligned, with a unit
+column stride, rows at least its width apart and (3-D) a batch stride that keeps the products apart; nothing is
+copied into or out of it."""
 
 import ctypes
+import operator
 
 from . import _arrays, _fast, _lib
 from ._errors import InvalidArgument, NotInCatalog
@@ -62,6 +70,20 @@ def layout(shape, strides, name):
                           "(row- or column-major, possibly padded); make a contiguous copy first")
 
 
+def _mappable(x):
+    """True if operand x can be passed as it is (aligned, element strides, a matrix layout, batch stride >= 0)."""
+    if not x.aligned or x.strides is None:
+        return False
+    if len(x.shape) not in (2, 3) or 0 in x.shape:
+        return True  # _matrices words the error; an empty operand is never read
+    return _fast.operand(x.shape, x.strides) is not None
+
+
+def readable(x, name):
+    """Operand x as the C ABI can read it: as it is, or copied once to a contiguous array."""
+    return x if _mappable(x) else _arrays.contiguous(x, name)
+
+
 def _matrices(x, name):
     """(batch, batch stride, (rows, cols), strides of one matrix) of a 2-D or 3-D operand."""
     ndim = len(x.shape)
@@ -88,19 +110,48 @@ def _batch_of(batch_a, batch_b):
 
 
 def _output(out, like, shape, dtype, name):
-    """out checked (kind, device, dtype, shape, row-major), or a new array; returns (Array, ld, batch stride)."""
+    """out checked (kind, device, writable, dtype, shape, row-major), or a new array; returns (Array, ld, batch
+    stride)."""
     if out is None:
         out = _arrays.empty(like, shape, dtype)
     x = _arrays.describe(out, name)
     _check_together([("a", like), (name, x)])
+    if x.read_only:
+        raise InvalidArgument(f"tropical: {name} {x.read_only}; pass a writable array, or none for a new one")
+    if not x.aligned or x.strides is None:
+        raise InvalidArgument(f"tropical: {name} is not aligned for its {x.dtype} elements; pass an aligned array")
     if x.dtype != dtype and not (dtype in ("uint8", "bool") and x.dtype in ("uint8", "bool")):
         raise InvalidArgument(f"tropical: {name} has dtype {x.dtype}, the product needs {dtype}")
     ld, stride = _row_major(x, shape, name)
     return x, ld, stride
 
 
-def _scalar(code, value):
-    return None if value is None else ctypes.byref(_SCALARS[code](value))
+_NAMES = {0: "float32", 1: "float64", 2: "int32", 3: "int64", 4: "uint8", 5: "int16"}
+_RANGES = {2: (-2**31, 2**31 - 1), 3: (-2**63, 2**63 - 1), 4: (0, 255), 5: (-2**15, 2**15 - 1)}
+
+
+def _scalar(code, value, name="alpha"):
+    """alpha or beta as a C scalar of element type `code`, by reference (None stays None); a value the element
+    type cannot hold exactly (an integer out of range, a fraction for integers, a non-number) is refused."""
+    if value is None:
+        return None
+    if code in _RANGES:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            number = None
+            if isinstance(value, float) and value.is_integer():
+                number = int(value)
+        low, high = _RANGES[code]
+        if number is None or isinstance(value, bool) or not low <= number <= high:
+            raise InvalidArgument(f"tropical: {name} = {value!r} is not an integer in {_NAMES[code]}'s range "
+                                  f"[{low}, {high}]")
+        return ctypes.byref(_SCALARS[code](number))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"tropical: {name} = {value!r} is not a real number ({_NAMES[code]})") from None
+    return ctypes.byref(_SCALARS[code](number))
 
 
 class _Product:
@@ -111,6 +162,7 @@ class _Product:
         self.s = semiring_code(semiring)
         self.a, self.b = _arrays.describe(a, "a"), _arrays.describe(b, "b")
         _check_together([("a", self.a), ("b", self.b)])
+        self.a, self.b = readable(self.a, "a"), readable(self.b, "b")
         if self.a.dtype != self.b.dtype:
             raise InvalidArgument(f"tropical: a is {self.a.dtype} but b is {self.b.dtype}")
         self.t = _dtype_code(self.semiring, self.a.dtype)
@@ -137,7 +189,7 @@ class _Product:
 
 
 def _shortcut(a, b, semiring, want_argmax):
-    """The common case through _fast (plain 2-D torch or CuPy operands), or None."""
+    """The common case through _fast (plain 2-D or 3-D torch or CuPy operands), or None."""
     s = _lib.SEMIRINGS.get(semiring)
     if s is None or s == _lib.SEMIRINGS["counting"]:
         return None
@@ -160,15 +212,15 @@ def matmul(a, b, semiring="maxplus", *, alpha=None, beta=None, out=None):
     p = _Product(a, b, semiring)
     if beta is not None and out is None:
         raise InvalidArgument("tropical: beta needs out= (the C it scales)")
+    alpha, beta = _scalar(p.t, alpha, "alpha"), _scalar(p.t, beta, "beta")
     c, ldc, stride_c = _output(out, p.a, p.shape, p.a.dtype, "out")
     if p.empty:
         return c.obj
     if p.batched:
-        p.call("gemm_batched", p.s, p.t, p.ta, p.tb, p.m, p.n, p.k, _scalar(p.t, alpha), p.a.ptr, p.lda,
-               p.stride_a, p.b.ptr, p.ldb, p.stride_b, _scalar(p.t, beta), c.ptr, ldc, stride_c, p.batch)
+        p.call("gemm_batched", p.s, p.t, p.ta, p.tb, p.m, p.n, p.k, alpha, p.a.ptr, p.lda,
+               p.stride_a, p.b.ptr, p.ldb, p.stride_b, beta, c.ptr, ldc, stride_c, p.batch)
     else:
-        p.call("gemm", p.s, p.t, p.ta, p.tb, p.m, p.n, p.k, _scalar(p.t, alpha), p.a.ptr, p.lda, p.b.ptr, p.ldb,
-               _scalar(p.t, beta), c.ptr, ldc)
+        p.call("gemm", p.s, p.t, p.ta, p.tb, p.m, p.n, p.k, alpha, p.a.ptr, p.lda, p.b.ptr, p.ldb, beta, c.ptr, ldc)
     return c.obj
 
 
@@ -194,25 +246,44 @@ def matmul_argmax(a, b, semiring="maxplus", *, out=None, out_argmax=None):
 
 
 def _row_major(x, shape, name):
-    """ld and batch stride of grad_c or argmax, which must have the product's shape and unit column stride."""
+    """ld and batch stride of an output, or of grad_c or argmax (made row-major by _rows_readable), which must
+    have the product's shape and unit column stride."""
     if tuple(x.shape) != tuple(shape):
         raise InvalidArgument(f"tropical: {name} has shape {tuple(x.shape)}, the product has {tuple(shape)}")
     rows, cols = shape[-2], shape[-1]
     s0, s1 = x.strides[-2], x.strides[-1]
     if all(shape) and ((s1 != 1 and cols > 1) or (s0 < cols and rows > 1)):
-        raise InvalidArgument(f"tropical: {name} must be row-major with unit column stride (strides {x.strides}); "
-                              "make a contiguous copy first")
+        raise InvalidArgument(f"tropical: {name} must be row-major with unit column stride (strides {x.strides})")
+    if len(shape) == 3 and shape[0] > 1 and all(shape) and x.strides[0] < 0:
+        raise InvalidArgument(f"tropical: {name} has a negative batch stride")
     stride = x.strides[0] if len(shape) == 3 and shape[0] > 1 else 0
     return (s0 if rows > 1 else max(cols, 1)), stride
 
 
+def _rows_readable(x, name):
+    """grad_c or argmax as the C ABI reads them (unit column stride, rows and batch apart): as they are, or
+    copied once (a broadcast dC, as autograd passes for a sum, is such a view)."""
+    if x.aligned and x.strides is not None and len(x.shape) in (2, 3) and (
+            0 in x.shape or _fast.row_major(x.shape, x.strides) is not None):
+        return x
+    return _arrays.contiguous(x, name)
+
+
 def _backward(wrt_a, grad_c, argmax, a, b, semiring):
+    s = _lib.SEMIRINGS.get(semiring.lower() if isinstance(semiring, str) else None)
+    if s in (0, 1, 2):
+        module = type(a).__module__
+        grad = _fast.torch_backward(wrt_a, grad_c, argmax, a, b, s) if module == "torch" else \
+            _fast.cupy_backward(wrt_a, grad_c, argmax, a, b, s) if module.startswith("cupy") else None
+        if grad is not None:
+            return grad
     p = _Product(a, b, semiring)
     if p.semiring not in _DIFFERENTIABLE or p.a.dtype not in ("float32", "float64"):
         raise NotInCatalog(f"tropical: no backward pass for {p.semiring} over {p.a.dtype} (backward passes: "
                            "maxplus, minplus and maxmul over float32 and float64)")
     gc, am = _arrays.describe(grad_c, "grad_c"), _arrays.describe(argmax, "argmax")
     _check_together([("a", p.a), ("grad_c", gc), ("argmax", am)])
+    gc, am = _rows_readable(gc, "grad_c"), _rows_readable(am, "argmax")
     if gc.dtype != p.a.dtype:
         raise InvalidArgument(f"tropical: grad_c is {gc.dtype}, the operands are {p.a.dtype}")
     if am.dtype != "int32":

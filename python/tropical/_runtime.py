@@ -1,9 +1,21 @@
 """The library's version, devices and catalog, and warming kernels ahead of their first use."""
 
 import ctypes
+import operator
 
 from . import _lib
 from ._errors import InvalidArgument
+
+
+def _c_int(value, name, low, high):
+    """value as an int in [low, high] (what the C parameter holds without wrapping), else InvalidArgument."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise InvalidArgument(f"tropical: {name} = {value!r} is not an integer") from None
+    if isinstance(value, bool) or not low <= number <= high:
+        raise InvalidArgument(f"tropical: {name} = {value!r} is out of range [{low}, {high}]")
+    return number
 
 
 def version():
@@ -46,11 +58,15 @@ def warm(names=None, *, arch=0, threads=0):
         names = [names]
     ids = []
     for name in names or []:
+        if not isinstance(name, str) or "\0" in name:
+            raise InvalidArgument(f"tropical: kernel name {name!r} is not a string without NUL bytes")
         kid = ctypes.c_uint32()
         _lib.check(dll.tropical_kernel_id(name.encode(), ctypes.byref(kid)))
         ids.append(kid.value)
     if names is not None and not ids:
         raise InvalidArgument("tropical: warm() got an empty list of kernels (None warms all)")
+    arch = _c_int(arch, "arch", 0, 2**31 - 1)
+    threads = _c_int(threads, "threads", 0, 2**32 - 1)
     array = (ctypes.c_uint32 * len(ids))(*ids)
     compiled, ready = ctypes.c_size_t(), ctypes.c_size_t()
     _lib.check(dll.tropical_warm(array, len(ids), arch, threads, ctypes.byref(compiled), ctypes.byref(ready)))
@@ -69,4 +85,4 @@ def cpu_threads():
 
 def set_cpu_threads(n):
     """Sets the CPU backend's thread count (n >= 1), or back to TROPICAL_NUM_THREADS / every core (0)."""
-    _lib.check(_lib.lib().tropical_cpu_set_num_threads(int(n)))
+    _lib.check(_lib.lib().tropical_cpu_set_num_threads(_c_int(n, "threads", 0, 2**31 - 1)))

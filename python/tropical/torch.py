@@ -12,7 +12,7 @@ Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch 
 
 import torch
 
-from . import _lib, _ops
+from . import _fast, _lib, _ops
 from ._errors import Unavailable
 
 if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
@@ -72,7 +72,7 @@ def _(a, b, semiring):
 @torch.library.custom_op("tropical::backward_a", mutates_args=())
 def _backward_a(grad_c: torch.Tensor, argmax: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 semiring: str) -> torch.Tensor:
-    return _ops.backward_a(grad_c.contiguous(), argmax.contiguous(), a, b, semiring)
+    return _ops.backward_a(grad_c, argmax, a, b, semiring)
 
 
 @_backward_a.register_fake
@@ -83,7 +83,7 @@ def _(grad_c, argmax, a, b, semiring):
 @torch.library.custom_op("tropical::backward_b", mutates_args=())
 def _backward_b(grad_c: torch.Tensor, argmax: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 semiring: str) -> torch.Tensor:
-    return _ops.backward_b(grad_c.contiguous(), argmax.contiguous(), a, b, semiring)
+    return _ops.backward_b(grad_c, argmax, a, b, semiring)
 
 
 @_backward_b.register_fake
@@ -138,9 +138,14 @@ def _setup_context(ctx, inputs, output):
     _, argmax = output
     ctx.save_for_backward(a, b, argmax)
     ctx.semiring = semiring.lower()
+    ctx.set_materialize_grads(False)  # no zeros for the argmax's (never used) gradient
 
 
 def _backward(ctx, grad_c, grad_argmax):
+    """The registered op's backward (torch.compile, tracing, modes): through torch.ops.tropical, so that a
+    compiled graph holds the backward ops."""
+    if grad_c is None:
+        return None, None, None
     a, b, argmax = ctx.saved_tensors
     need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     if ctx.semiring in _PRODUCT_ROUTED:
@@ -149,6 +154,38 @@ def _backward(ctx, grad_c, grad_argmax):
     else:
         grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
     return grad_a, grad_b, None
+
+
+class _Product(torch.autograd.Function):
+    """a (x) b and its argmax, differentiable in the product: the eager path of matmul with gradients. The same
+    work as the registered op and its autograd, without the dispatcher's and custom_op's wrappers around every
+    call (forward, backward_a and backward_b go straight to the library's fast path)."""
+
+    @staticmethod
+    def forward(ctx, a, b, semiring):
+        s = _lib.SEMIRINGS.get(semiring)
+        found = _fast.torch_product(a, b, s, s == 5, True) if s is not None and s != 6 else None
+        c, argmax = found if found is not None else _ops.matmul_argmax(a, b, semiring)
+        ctx.save_for_backward(a, b, argmax)
+        ctx.semiring = semiring
+        ctx.mark_non_differentiable(argmax)
+        ctx.set_materialize_grads(False)
+        return c, argmax
+
+    @staticmethod
+    def backward(ctx, grad_c, grad_argmax):
+        if grad_c is None:
+            return None, None, None
+        a, b, argmax = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        if ctx.semiring not in _PRODUCT_ROUTED:
+            grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
+            return grad_a, grad_b, None
+        found = _fast.torch_gradients(grad_c, argmax, a, b, _lib.SEMIRINGS[ctx.semiring], need_a, need_b)
+        if found is None:
+            found = (_ops.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None,
+                     _ops.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None)
+        return found[0], found[1], None
 
 
 _matmul_argmax.register_autograd(_backward, setup_context=_setup_context)
@@ -191,16 +228,29 @@ def matmul(a, b, semiring="maxplus"):
     with gradients enabled and an input that requires them, the forward also tracks the argmax. In plain
     eager code the op's implementation runs directly (the dispatcher costs ~12 us a call); under
     torch.compile, tracing, modes and transforms the call goes through torch.ops.tropical.matmul."""
+    plain = _plain_eager(a, b)
     if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
+        if plain:
+            return _product(a, b, semiring)[0]
         return _MATMUL_ARGMAX(a, b, semiring)[0]
-    if _plain_eager(a, b):
+    if plain:
         return _ops.matmul(a, b, semiring)
     return _MATMUL(a, b, semiring)
 
 
 def matmul_argmax(a, b, semiring="maxplus"):
     """(C, argmax) with argmax int32 (the winning k; -1 where none); differentiable in C."""
+    if _plain_eager(a, b):
+        return _product(a, b, semiring)
     return _MATMUL_ARGMAX(a, b, semiring)
+
+
+def _product(a, b, semiring):
+    """(C, argmax) in plain eager code: the autograd Function where a gradient is wanted, else the call itself."""
+    semiring = semiring.lower() if isinstance(semiring, str) else semiring
+    if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
+        return _Product.apply(a, b, semiring)
+    return _ops.matmul_argmax(a, b, semiring)
 
 
 def maxplus_matmul(a, b):
@@ -216,3 +266,10 @@ def minplus_matmul(a, b):
 def maxmul_matmul(a, b):
     """C(i, j) = max_k a(i, k) * b(k, j) (non-negative values), differentiable."""
     return matmul(a, b, "maxmul")
+
+
+def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
+    """tropical.einsum on torch tensors, differentiable: the products are this module's matmul (gradients
+    through their argmax) and reductions inside one operand take their winner, ties to the smallest index."""
+    from ._einsum import torch_einsum
+    return torch_einsum(*args, semiring=semiring, optimize=optimize, memory_limit=memory_limit)

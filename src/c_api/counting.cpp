@@ -11,7 +11,9 @@
 #include "tropical/tropical.h"
 
 using tropical::CountingMatrix;
+using tropical::c_api::check_aligned;
 using tropical::c_api::guarded;
+using tropical::c_api::raw;
 using tropical::c_api::to_trans;
 using tropical::c_api::with_counting_type;
 
@@ -36,13 +38,15 @@ struct Arrays {
   }
 };
 
-/// One call: on the GPU (gpu, on `stream`) or the CPU, batched or not.
-tropical_status counting(bool gpu, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n,
+/// One call: on the GPU (gpu, on `stream`) or the CPU, batched or not (the enums as raw() ints).
+tropical_status counting(bool gpu, int dtype, int ta, int tb, int64_t m, int64_t n,
                          int64_t k, const Arrays& a, const Arrays& b, const Arrays& c, int64_t batch, bool batched,
                          void* stream) {
   return guarded([&] {
     const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
     with_counting_type(dtype, [&]<class T>() {
+      check_aligned<T>({{a.values, "a_values"}, {a.counts, "a_counts"}, {b.values, "b_values"}, {b.counts, "b_counts"},
+                        {c.values, "c_values"}, {c.counts, "c_counts"}});
       if (gpu && batched) {
         tropical::gemm_batched_counting<T>(tra, trb, m, n, k, a.in<T>(), b.in<T>(), c.out<T>(), batch,
                                            static_cast<CUstream>(stream));
@@ -66,7 +70,7 @@ tropical_status tropical_counting_gemm(tropical_dtype dtype, tropical_trans ta, 
                                        const void* a_counts, int64_t lda_counts, const void* b_values,
                                        int64_t ldb_values, const void* b_counts, int64_t ldb_counts, void* c_values,
                                        int64_t ldc_values, void* c_counts, int64_t ldc_counts, void* stream) {
-  return counting(true, dtype, ta, tb, m, n, k, {a_values, lda_values, 0, a_counts, lda_counts, 0},
+  return counting(true, raw(dtype), raw(ta), raw(tb), m, n, k, {a_values, lda_values, 0, a_counts, lda_counts, 0},
                   {b_values, ldb_values, 0, b_counts, ldb_counts, 0}, {c_values, ldc_values, 0, c_counts, ldc_counts, 0},
                   1, false, stream);
 }
@@ -79,7 +83,7 @@ tropical_status tropical_counting_gemm_batched(tropical_dtype dtype, tropical_tr
                                                int64_t stride_b_counts, void* c_values, int64_t ldc_values,
                                                int64_t stride_c_values, void* c_counts, int64_t ldc_counts,
                                                int64_t stride_c_counts, int64_t batch, void* stream) {
-  return counting(true, dtype, ta, tb, m, n, k,
+  return counting(true, raw(dtype), raw(ta), raw(tb), m, n, k,
                   {a_values, lda_values, stride_a_values, a_counts, lda_counts, stride_a_counts},
                   {b_values, ldb_values, stride_b_values, b_counts, ldb_counts, stride_b_counts},
                   {c_values, ldc_values, stride_c_values, c_counts, ldc_counts, stride_c_counts}, batch, true, stream);
@@ -90,7 +94,7 @@ tropical_status tropical_cpu_counting_gemm(tropical_dtype dtype, tropical_trans 
                                            const void* a_counts, int64_t lda_counts, const void* b_values,
                                            int64_t ldb_values, const void* b_counts, int64_t ldb_counts,
                                            void* c_values, int64_t ldc_values, void* c_counts, int64_t ldc_counts) {
-  return counting(false, dtype, ta, tb, m, n, k, {a_values, lda_values, 0, a_counts, lda_counts, 0},
+  return counting(false, raw(dtype), raw(ta), raw(tb), m, n, k, {a_values, lda_values, 0, a_counts, lda_counts, 0},
                   {b_values, ldb_values, 0, b_counts, ldb_counts, 0}, {c_values, ldc_values, 0, c_counts, ldc_counts, 0},
                   1, false, nullptr);
 }
@@ -101,7 +105,7 @@ tropical_status tropical_cpu_counting_gemm_batched(
     int64_t stride_a_counts, const void* b_values, int64_t ldb_values, int64_t stride_b_values,
     const void* b_counts, int64_t ldb_counts, int64_t stride_b_counts, void* c_values, int64_t ldc_values,
     int64_t stride_c_values, void* c_counts, int64_t ldc_counts, int64_t stride_c_counts, int64_t batch) {
-  return counting(false, dtype, ta, tb, m, n, k,
+  return counting(false, raw(dtype), raw(ta), raw(tb), m, n, k,
                   {a_values, lda_values, stride_a_values, a_counts, lda_counts, stride_a_counts},
                   {b_values, ldb_values, stride_b_values, b_counts, ldb_counts, stride_b_counts},
                   {c_values, ldc_values, stride_c_values, c_counts, ldc_counts, stride_c_counts}, batch, true,

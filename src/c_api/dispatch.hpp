@@ -3,8 +3,14 @@
 // From the C ABI's enums to the C++ API's types: with_types(semiring, dtype, f)
 // calls f.template operator()<S, T>() for the catalog's pair, and rejects a
 // value outside the enums or a pair the catalog lacks with a status of its own.
+// A C caller may pass any int as an enum, and loading a value outside an enum's
+// range as that enum is undefined behaviour in C++: every enum argument is read
+// from its bytes as an int (raw()) and only these helpers compare it.
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -14,25 +20,52 @@
 
 namespace tropical::c_api {
 
-/// The semiring's short name ("maxplus"), or "" for a value outside the enum.
-std::string_view semiring_name(tropical_semiring s) noexcept;
+/// The int a C caller passed as the enum argument `e`, copied from its bytes (never loaded as the enum).
+template <class E>
+int raw(const E& e) noexcept {
+  static_assert(sizeof(E) == sizeof(int), "the C ABI's enums are ints");
+  int value = 0;
+  std::memcpy(&value, &e, sizeof value);
+  return value;
+}
 
-/// The element type's short name ("f32"), or "" for a value outside the enum.
-std::string_view dtype_name(tropical_dtype t) noexcept;
+/// The semiring's short name ("maxplus") of a tropical_semiring value, or "" for any other int.
+std::string_view semiring_name(int s) noexcept;
 
-/// The catalog's operation for a C op, false for a value outside the enum.
-bool to_op(tropical_op op, Op& out) noexcept;
+/// The element type's short name ("f32") of a tropical_dtype value, or "" for any other int.
+std::string_view dtype_name(int t) noexcept;
 
-/// The C++ transpose of a C one; throws Failure for a value outside the enum.
-Trans to_trans(tropical_trans t, const char* name);
+/// The catalog's operation for a tropical_op value, false for any other int.
+bool to_op(int op, Op& out) noexcept;
+
+/// The C++ transpose of a tropical_trans value; throws Failure for any other int.
+Trans to_trans(int t, const char* name);
 
 /// Throws Failure(TROPICAL_ERROR_NOT_IN_CATALOG) naming (semiring, dtype, op) and what the catalog has.
-[[noreturn]] void not_in_catalog(tropical_semiring s, tropical_dtype t, Op op);
+[[noreturn]] void not_in_catalog(int s, int t, Op op);
+
+/// A pointer argument and the name messages give it.
+struct Pointer {
+  const void* ptr;
+  const char* name;
+};
+
+/// Throws Failure(TROPICAL_ERROR_INVALID_ARGUMENT) naming the pointer and the alignment it lacks.
+[[noreturn]] void misaligned(const Pointer& p, std::size_t alignment);
+
+/// Throws Failure(TROPICAL_ERROR_INVALID_ARGUMENT) for a pointer that is not a multiple of alignof(T): the
+/// library reads and writes it as T (null passes: the C++ API names a null operand itself).
+template <class T>
+void check_aligned(std::initializer_list<Pointer> pointers) {
+  for (const Pointer& p : pointers) {
+    if (reinterpret_cast<std::uintptr_t>(p.ptr) % alignof(T) != 0) misaligned(p, alignof(T));
+  }
+}
 
 /// Calls f.template operator()<S, T>() for the tag S and element T of (s, t);
 /// throws Failure for a value outside the enums, or for a pair the catalog lacks (op names it).
 template <class F>
-void with_types(tropical_semiring s, tropical_dtype t, Op op, F&& f) {
+void with_types(int s, int t, Op op, F&& f) {
   const auto by_type = [&]<class S>() {
     const auto call = [&]<class T>() {
       if constexpr (kSupported<S, T>) {
@@ -49,8 +82,7 @@ void with_types(tropical_semiring s, tropical_dtype t, Op op, F&& f) {
       case TROPICAL_U8: return call.template operator()<std::uint8_t>();
       case TROPICAL_I16: return call.template operator()<std::int16_t>();
     }
-    throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(static_cast<int>(t)) +
-                                                       " is not a tropical_dtype"};
+    throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
   };
   switch (s) {
     case TROPICAL_MAXPLUS: return by_type.template operator()<MaxPlus>();
@@ -64,31 +96,40 @@ void with_types(tropical_semiring s, tropical_dtype t, Op op, F&& f) {
                     "tropical: counting products take values and counts: call tropical_counting_gemm or "
                     "tropical_counting_gemm_batched (tropical_cpu_counting_* on host memory)"};
   }
-  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: semiring " + std::to_string(static_cast<int>(s)) +
+  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: semiring " + std::to_string(s) +
                                                      " is not a tropical_semiring"};
 }
 
 /// Calls f.template operator()<T>() for CountingTropical's element type `t`
 /// (float or double); throws Failure for any other dtype.
 template <class F>
-void with_counting_type(tropical_dtype t, F&& f) {
+void with_counting_type(int t, F&& f) {
   if (t == TROPICAL_F32) return f.template operator()<float>();
   if (t == TROPICAL_F64) return f.template operator()<double>();
   if (!dtype_name(t).empty()) not_in_catalog(TROPICAL_COUNTING, t, Op::kGemm);
-  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(static_cast<int>(t)) +
-                                                     " is not a tropical_dtype"};
+  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
+}
+
+/// The element of T at `scalar` (checked aligned, read by bytes), or `fallback` if null.
+template <class T>
+T scalar_of(const void* scalar, const char* name, T fallback) {
+  if (scalar == nullptr) return fallback;
+  check_aligned<T>({{scalar, name}});
+  T value;
+  std::memcpy(&value, scalar, sizeof value);
+  return value;
 }
 
 /// alpha as an element of T: the semiring one if null.
 template <class S, class T>
 T alpha_of(const void* alpha) {
-  return alpha == nullptr ? reference::one<S, T>() : *static_cast<const T*>(alpha);
+  return scalar_of<T>(alpha, "alpha", reference::one<S, T>());
 }
 
 /// beta as an element of T: the semiring zero (C overwritten) if null.
 template <class S, class T>
 T beta_of(const void* beta) {
-  return beta == nullptr ? reference::zero<S, T>() : *static_cast<const T*>(beta);
+  return scalar_of<T>(beta, "beta", reference::zero<S, T>());
 }
 
 }  // namespace tropical::c_api

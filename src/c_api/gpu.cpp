@@ -10,8 +10,10 @@
 
 using tropical::c_api::alpha_of;
 using tropical::c_api::beta_of;
+using tropical::c_api::check_aligned;
 using tropical::c_api::guarded;
 using tropical::c_api::not_in_catalog;
+using tropical::c_api::raw;
 using tropical::c_api::to_trans;
 using tropical::c_api::with_types;
 using tropical::Op;
@@ -28,8 +30,9 @@ tropical_status tropical_gemm(tropical_semiring semiring, tropical_dtype dtype, 
                               int64_t m, int64_t n, int64_t k, const void* alpha, const void* a, int64_t lda,
                               const void* b, int64_t ldb, const void* beta, void* c, int64_t ldc, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kGemm, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kGemm, [&]<class S, class T>() {
+      check_aligned<T>({{a, "A"}, {b, "B"}, {c, "C"}});
       tropical::gemm<S, T>(tra, trb, m, n, k, alpha_of<S, T>(alpha), static_cast<const T*>(a), lda,
                            static_cast<const T*>(b), ldb, beta_of<S, T>(beta), static_cast<T*>(c), ldc,
                            as_stream(stream));
@@ -42,8 +45,10 @@ tropical_status tropical_gemm_argmax(tropical_semiring semiring, tropical_dtype 
                                      const void* b, int64_t ldb, void* c, int64_t ldc, int32_t* argmax,
                                      int64_t ldargmax, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kGemmArgmax, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kGemmArgmax, [&]<class S, class T>() {
+      check_aligned<T>({{a, "A"}, {b, "B"}, {c, "C"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       tropical::gemm_argmax<S, T>(tra, trb, m, n, k, static_cast<const T*>(a), lda, static_cast<const T*>(b), ldb,
                                   static_cast<T*>(c), ldc, argmax, ldargmax, as_stream(stream));
     });
@@ -55,13 +60,16 @@ tropical_status tropical_backward_a(tropical_semiring semiring, tropical_dtype d
                                     int64_t ldgc, const int32_t* argmax, int64_t ldargmax, const void* b,
                                     int64_t ldb, void* grad_a, int64_t ldga, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kBackwardA, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kBackwardA, [&]<class S, class T>() {
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardA>) {
         tropical::backward_a<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
                                    static_cast<const T*>(b), ldb, static_cast<T*>(grad_a), ldga, as_stream(stream));
       } else {
-        not_in_catalog(semiring, dtype, Op::kBackwardA);
+        not_in_catalog(raw(semiring), raw(dtype), Op::kBackwardA);
       }
     });
   });
@@ -72,13 +80,16 @@ tropical_status tropical_backward_b(tropical_semiring semiring, tropical_dtype d
                                     int64_t ldgc, const int32_t* argmax, int64_t ldargmax, const void* a,
                                     int64_t lda, void* grad_b, int64_t ldgb, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kBackwardB, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kBackwardB, [&]<class S, class T>() {
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardB>) {
         tropical::backward_b<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, argmax, ldargmax,
                                    static_cast<const T*>(a), lda, static_cast<T*>(grad_b), ldgb, as_stream(stream));
       } else {
-        not_in_catalog(semiring, dtype, Op::kBackwardB);
+        not_in_catalog(raw(semiring), raw(dtype), Op::kBackwardB);
       }
     });
   });
@@ -90,8 +101,9 @@ tropical_status tropical_gemm_batched(tropical_semiring semiring, tropical_dtype
                                       int64_t stride_b, const void* beta, void* c, int64_t ldc, int64_t stride_c,
                                       int64_t batch, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kGemmBatched, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kGemmBatched, [&]<class S, class T>() {
+      check_aligned<T>({{a, "A"}, {b, "B"}, {c, "C"}});
       tropical::gemm_batched<S, T>(tra, trb, m, n, k, alpha_of<S, T>(alpha), static_cast<const T*>(a), lda,
                                    stride_a, static_cast<const T*>(b), ldb, stride_b, beta_of<S, T>(beta),
                                    static_cast<T*>(c), ldc, stride_c, batch, as_stream(stream));
@@ -106,8 +118,10 @@ tropical_status tropical_gemm_batched_argmax(tropical_semiring semiring, tropica
                                              int32_t* argmax, int64_t ldargmax, int64_t stride_argmax,
                                              int64_t batch, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kGemmBatchedArgmax, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kGemmBatchedArgmax, [&]<class S, class T>() {
+      check_aligned<T>({{a, "A"}, {b, "B"}, {c, "C"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       tropical::gemm_batched_argmax<S, T>(tra, trb, m, n, k, static_cast<const T*>(a), lda, stride_a,
                                           static_cast<const T*>(b), ldb, stride_b, static_cast<T*>(c), ldc,
                                           stride_c, argmax, ldargmax, stride_argmax, batch, as_stream(stream));
@@ -122,14 +136,17 @@ tropical_status tropical_backward_a_batched(tropical_semiring semiring, tropical
                                             int64_t stride_b, void* grad_a, int64_t ldga, int64_t stride_ga,
                                             int64_t batch, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kBackwardABatched, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kBackwardABatched, [&]<class S, class T>() {
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_a, "grad_a"},
+                        {S::kMul == tropical::MulKind::kMul ? b : nullptr, "B"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardABatched>) {
         tropical::backward_a_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
                                            ldargmax, stride_argmax, static_cast<const T*>(b), ldb, stride_b,
                                            static_cast<T*>(grad_a), ldga, stride_ga, batch, as_stream(stream));
       } else {
-        not_in_catalog(semiring, dtype, Op::kBackwardABatched);
+        not_in_catalog(raw(semiring), raw(dtype), Op::kBackwardABatched);
       }
     });
   });
@@ -142,14 +159,17 @@ tropical_status tropical_backward_b_batched(tropical_semiring semiring, tropical
                                             int64_t stride_a, void* grad_b, int64_t ldgb, int64_t stride_gb,
                                             int64_t batch, void* stream) {
   return guarded([&] {
-    const auto tra = to_trans(ta, "ta"), trb = to_trans(tb, "tb");
-    with_types(semiring, dtype, Op::kBackwardBBatched, [&]<class S, class T>() {
+    const auto tra = to_trans(raw(ta), "ta"), trb = to_trans(raw(tb), "tb");
+    with_types(raw(semiring), raw(dtype), Op::kBackwardBBatched, [&]<class S, class T>() {
+      check_aligned<T>({{grad_c, "grad_c"}, {grad_b, "grad_b"},
+                        {S::kMul == tropical::MulKind::kMul ? a : nullptr, "A"}});
+      check_aligned<std::int32_t>({{argmax, "argmax"}});
       if constexpr (tropical::kInCatalog<S, T, Op::kBackwardBBatched>) {
         tropical::backward_b_batched<S, T>(tra, trb, m, n, k, static_cast<const T*>(grad_c), ldgc, stride_gc, argmax,
                                            ldargmax, stride_argmax, static_cast<const T*>(a), lda, stride_a,
                                            static_cast<T*>(grad_b), ldgb, stride_gb, batch, as_stream(stream));
       } else {
-        not_in_catalog(semiring, dtype, Op::kBackwardBBatched);
+        not_in_catalog(raw(semiring), raw(dtype), Op::kBackwardBBatched);
       }
     });
   });

@@ -12,13 +12,14 @@
 
 using tropical::c_api::fail;
 using tropical::c_api::guarded;
+using tropical::c_api::raw;
 using tropical::catalog::kInfo;
 using tropical::catalog::kKernelCount;
 
 namespace {
 
 /// The default-tile id of (s, t, op) in the catalog, or -1.
-long find_default(tropical_semiring s, tropical_dtype t, tropical_op op) noexcept {
+long find_default(int s, int t, int op) noexcept {
   tropical::Op o{};
   const auto semiring = tropical::c_api::semiring_name(s);
   const auto type = tropical::c_api::dtype_name(t);
@@ -49,7 +50,7 @@ tropical_status tropical_device_arch(int device, int* arch) {
 }
 
 size_t tropical_dtype_size(tropical_dtype dtype) {
-  switch (dtype) {
+  switch (raw(dtype)) {
     case TROPICAL_F32: return 4;
     case TROPICAL_F64: return 8;
     case TROPICAL_I32: return 4;
@@ -61,11 +62,11 @@ size_t tropical_dtype_size(tropical_dtype dtype) {
 }
 
 int tropical_has_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op) {
-  return find_default(semiring, dtype, op) >= 0 ? 1 : 0;
+  return find_default(raw(semiring), raw(dtype), raw(op)) >= 0 ? 1 : 0;
 }
 
 int tropical_cpu_has_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op) {
-  return tropical_has_kernel(semiring, dtype, op);
+  return find_default(raw(semiring), raw(dtype), raw(op)) >= 0 ? 1 : 0;
 }
 
 uint32_t tropical_kernel_count(void) { return static_cast<uint32_t>(kKernelCount); }
@@ -94,19 +95,20 @@ tropical_status tropical_find_kernel(tropical_semiring semiring, tropical_dtype 
                                      uint32_t* id) {
   return guarded([&] {
     if (id == nullptr) tropical::c_api::not_null_failure("id");
+    const int s = raw(semiring), t = raw(dtype), o_raw = raw(op);
     tropical::Op o{};
-    if (!tropical::c_api::to_op(op, o)) {
+    if (!tropical::c_api::to_op(o_raw, o)) {
       throw tropical::c_api::Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
-                                     "tropical: op " + std::to_string(static_cast<int>(op)) + " is not a tropical_op"};
+                                     "tropical: op " + std::to_string(o_raw) + " is not a tropical_op"};
     }
     // Validates the enums and names the pair the catalog lacks.
-    if (semiring == TROPICAL_COUNTING) {
-      tropical::c_api::with_counting_type(dtype, []<class T>() {});
+    if (s == TROPICAL_COUNTING) {
+      tropical::c_api::with_counting_type(t, []<class T>() {});
     } else {
-      tropical::c_api::with_types(semiring, dtype, o, []<class S, class T>() {});
+      tropical::c_api::with_types(s, t, o, []<class S, class T>() {});
     }
-    const long found = find_default(semiring, dtype, op);
-    if (found < 0) tropical::c_api::not_in_catalog(semiring, dtype, o);
+    const long found = find_default(s, t, o_raw);
+    if (found < 0) tropical::c_api::not_in_catalog(s, t, o);
     *id = static_cast<uint32_t>(found);
   });
 }

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "tropical/error.hpp"
+#include "tropical/jit/storage/log.hpp"
 
 namespace tropical::c_api {
 namespace {
@@ -26,7 +27,9 @@ tropical_status status_of(Errc code) noexcept {
 
 tropical_status fail(tropical_status status, const std::string& message) noexcept {
   try {
-    last_error = message;
+    // Messages quote what callers passed (names, paths): no escape sequence or bell of theirs is handed back
+    // to a caller that prints the message to a terminal.
+    last_error = jit::terminal_safe(message);
   } catch (...) {
     // No memory for the message: the status still says what happened.
     last_error.clear();

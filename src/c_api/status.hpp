@@ -19,7 +19,8 @@ struct Failure {
 /// Throws Failure(TROPICAL_ERROR_INVALID_ARGUMENT) for a null output pointer named `name`.
 [[noreturn]] void not_null_failure(const char* name);
 
-/// Records `message` as this thread's last error and returns `status`.
+/// Records `message` (control characters but line breaks and tabs shown as '?') as this thread's last
+/// error and returns `status`.
 tropical_status fail(tropical_status status, const std::string& message) noexcept;
 
 /// Clears this thread's last error (a successful call leaves "").

@@ -11,10 +11,16 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
-// A short flag ("-j") may carry its value glued on ("-j4"), as getopt allows.
+// A short flag ("-j") may carry its value glued on ("-j4"), as getopt allows, or after '=' ("-j=4"), as
+// the long ones do.
 bool is_glued_short(const std::string& flag, const std::string& arg) {
   return flag.size() == 2 && flag[0] == '-' && flag[1] != '-' && arg.size() > 2 &&
          arg.compare(0, 2, flag) == 0;
+}
+
+// "-5" is a value (a bad one, for every setting this command has), not an option: no flag starts with a digit.
+bool is_negative_number(const std::string& arg) {
+  return arg.size() > 1 && arg[0] == '-' && arg[1] >= '0' && arg[1] <= '9';
 }
 
 }  // namespace
@@ -24,7 +30,7 @@ Args::Args(const std::string& command, int argc, char** argv, const std::vector<
   bool options_done = false;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (options_done || arg == "-" || arg.empty() || arg[0] != '-') {
+    if (options_done || arg == "-" || arg.empty() || arg[0] != '-' || is_negative_number(arg)) {
       words_.push_back(arg);
       continue;
     }
@@ -44,7 +50,7 @@ Args::Args(const std::string& command, int argc, char** argv, const std::vector<
         for (const auto& f : value_flags) {
           if (is_glued_short(f, arg)) {
             flag = f;
-            value = arg.substr(2);
+            value = arg.substr(arg[2] == '=' ? 3 : 2);
             has_value = true;
           }
         }

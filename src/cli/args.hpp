@@ -20,10 +20,11 @@ struct UsageError {
 };
 
 /// The flags and words of one subcommand, checked against what it accepts:
-/// value_flags take a value (`--arch sm_90`, `--arch=sm_90`, `-j4`), bool_flags
-/// none, and at most max_words positional words (kernel names). An unknown
-/// option, a missing value, a value given to a flag that takes none, a
-/// repeated flag or a word too many throws UsageError. `--` ends the options.
+/// value_flags take a value (`--arch sm_90`, `--arch=sm_90`, `-j4`, `-j=4`), bool_flags
+/// none, and at most max_words positional words (kernel names; a negative number
+/// such as `-5` is a word, not an option). An unknown option, a missing value, a
+/// value given to a flag that takes none, a repeated flag or a word too many
+/// throws UsageError. `--` ends the options.
 class Args {
  public:
   /// Parses argv[0..argc) for `tropical <command>`; with -h/--help anywhere the

@@ -17,6 +17,7 @@
 #include "output.hpp"
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/jit/storage/log.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
@@ -107,10 +108,10 @@ int cmd_warm(int argc, char** argv) {
   const WarmReport report = warm(arch, ids, threads, progress);
   if (!report.errors.empty() && report.unavailable == report.errors.size()) {
     // Every kernel failed for one reason: NVRTC is missing. Say it once.
-    std::fprintf(stderr, "%s\n", report.errors.front().c_str());
+    std::fprintf(stderr, "%s\n", jit::terminal_safe(report.errors.front()).c_str());
     return kExitUnavailable;
   }
-  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", e.c_str());
+  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", jit::terminal_safe(e).c_str());
 
   // What warm is for is the entries it leaves on disk: count the ones missing, and those of them that this
   // process's own eviction removed (the cache is too small for them) apart from the rest (removed by
@@ -153,7 +154,8 @@ int cmd_warm(int argc, char** argv) {
     const auto say = [&](std::size_t n, const std::string& why) {
       if (n == 0) return;
       std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", n,
-                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", i.dir.c_str(), why.c_str());
+                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", jit::terminal_safe(i.dir).c_str(),
+                   jit::terminal_safe(why).c_str());
     };
     const std::size_t gone = not_stored - std::min(evicted_here, not_stored);
     // This process's stores evicted these: the limit cannot hold what warm was asked for.

@@ -166,8 +166,9 @@ int cmd_config(int argc, char** argv) {
   // Read, set and write under the file's lock: concurrent `tropical config` runs lose no update.
   if (const auto failure =
           jit::ConfigFile::update(dir, key, unset ? std::nullopt : std::optional<std::string>(words[1]))) {
-    std::fprintf(stderr, "tropical: cannot write %s: %s\n", (dir / jit::kConfigFileName).c_str(),
-                 failure->reason().c_str());
+    const std::string file = (dir / jit::kConfigFileName).string();
+    std::fprintf(stderr, "tropical: cannot write %s: %s\n", jit::terminal_safe(file).c_str(),
+                 jit::terminal_safe(failure->reason()).c_str());
     return kExitFailed;
   }
   print((unset ? "unset " + key : key + " = " + words[1]) + " in " + (dir / jit::kConfigFileName).string() +

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "tropical/jit/storage/log.hpp"
+
 namespace tropical::cli {
 
 std::string count(std::uint64_t n, std::string_view one, std::string_view many) {
@@ -44,7 +46,10 @@ std::string json_quote(std::string_view s) {
   return out + "\"";
 }
 
-void print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print(std::string_view text) {
+  const std::string shown = jit::terminal_safe(text);
+  std::fwrite(shown.data(), 1, shown.size(), stdout);
+}
 
 bool finish_stdout() {
   // ferror catches a failure of an earlier, buffered write; fflush one of the last.

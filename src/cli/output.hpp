@@ -23,7 +23,8 @@ std::string count(std::uint64_t n, std::string_view one, std::string_view many =
 /// s as a JSON string literal (quotes, backslashes and control characters escaped).
 std::string json_quote(std::string_view s);
 
-/// Writes text to stdout as it is; write errors are seen by finish_stdout().
+/// Writes text to stdout, control characters but line breaks and tabs shown as '?' (a path or name from
+/// outside never drives the terminal; JSON escapes its own); write errors are seen by finish_stdout().
 void print(std::string_view text);
 
 /// Flushes stdout; false (with errno set) if any write to it failed.

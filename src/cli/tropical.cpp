@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,10 +38,11 @@ const char* const kUsage =
     "  verify    run every kernel on GPU 0 against the CPU reference\n"
     "  keygen    write an ed25519 key pair for the fleet (Redis) cache\n"
     "\n"
-    "Every command takes --cache-dir DIR: the primary cache directory (overrides\n"
-    "TROPICAL_CACHE_DIR). 'tropical <command> --help' describes each; options take '--opt value' or\n"
-    "'--opt=value'. Exit codes: 0 ok, 1 a check, compile, store or write failed,\n"
-    "2 bad usage (nothing changed), 3 no GPU/driver/NVRTC for a command that needs one.\n";
+    "Every command takes --cache-dir DIR, before or after its name: the primary cache directory\n"
+    "(overrides TROPICAL_CACHE_DIR). 'tropical <command> --help' describes each; options take\n"
+    "'--opt value' or '--opt=value' (short ones also '-j4' and '-j=4'). Exit codes: 0 ok, 1 a check,\n"
+    "compile, store or write failed, 2 bad usage (nothing changed), 3 no GPU/driver/NVRTC for a\n"
+    "command that needs one.\n";
 
 // Levenshtein distance, for "did you mean": a mistyped command is one or two edits from the right one.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -65,17 +67,38 @@ int run(int argc, char** argv) {
       {"config", cmd_config}, {"compile", cmd_compile}, {"gemm", cmd_gemm},   {"verify", cmd_verify},
       {"keygen", cmd_keygen},
   };
-  if (argc < 2) {
+  // --cache-dir applies to every command: taken out wherever it stands, before the command name (as git's
+  // -C) or after it, before the command parses its own flags; the registry reads TROPICAL_CACHE_DIR when it
+  // is first used, after this.
+  std::string cache_dir;
+  bool seen = false;
+  const auto take_cache_dir = [&](int& i) {
+    const std::string_view arg = argv[i];
+    if (arg != "--cache-dir" && !arg.starts_with("--cache-dir=")) return false;
+    if (seen) throw UsageError{"--cache-dir is given twice"};
+    seen = true;
+    if (arg == "--cache-dir") {
+      if (i + 1 >= argc) throw UsageError{"--cache-dir needs a value"};
+      cache_dir = argv[++i];
+    } else {
+      cache_dir = std::string(arg.substr(std::string_view("--cache-dir=").size()));
+    }
+    if (cache_dir.empty()) throw UsageError{"--cache-dir needs a directory"};
+    return true;
+  };
+  int at = 1;
+  while (at < argc && take_cache_dir(at)) ++at;
+  if (at >= argc) {
     std::fputs(kUsage, stderr);
     return kExitUsage;
   }
-  const std::string_view first = argv[1];
+  const std::string_view first = argv[at];
   if (first == "--help" || first == "-h" || first == "help") {
     print(kUsage);
     return kExitOk;
   }
   if (first == "--version") {
-    if (argc > 2) throw UsageError{"--version takes no arguments"};
+    if (argc > at + 1) throw UsageError{"--version takes no arguments"};
     print("tropical " TROPICAL_TOOL_VERSION "\n");
     return kExitOk;
   }
@@ -93,30 +116,13 @@ int run(int argc, char** argv) {
     const std::string hint = nearest.empty() ? "" : "did you mean '" + std::string(nearest) + "'? ";
     throw UsageError{"unknown command '" + std::string(first) + "' (" + hint + "see 'tropical --help')"};
   }
-  // --cache-dir applies to every command, so it is taken out before the command parses its own flags; the
-  // registry reads TROPICAL_CACHE_DIR when it is first used, after this.
   std::vector<char*> rest;
-  std::string cache_dir;
-  bool seen = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") {
+  for (int i = at + 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
       rest.insert(rest.end(), argv + i, argv + argc);
       break;
     }
-    if (arg != "--cache-dir" && !arg.starts_with("--cache-dir=")) {
-      rest.push_back(argv[i]);
-      continue;
-    }
-    if (seen) throw UsageError{"--cache-dir is given twice"};
-    seen = true;
-    if (arg == "--cache-dir") {
-      if (i + 1 >= argc) throw UsageError{"--cache-dir needs a value"};
-      cache_dir = argv[++i];
-    } else {
-      cache_dir = std::string(arg.substr(std::string_view("--cache-dir=").size()));
-    }
-    if (cache_dir.empty()) throw UsageError{"--cache-dir needs a directory"};
+    if (!take_cache_dir(i)) rest.push_back(argv[i]);
   }
   if (seen) {
     std::error_code ignored;
@@ -143,6 +149,9 @@ int main(int argc, char** argv) {
   } catch (const tropical::InvalidArgument& e) {
     std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
     code = kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::fputs("tropical: out of host memory\n", stderr);
+    code = kExitFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
     code = kExitFailed;

@@ -15,8 +15,8 @@ namespace {
 
 using tropical::detail::BackwardShape;
 using tropical::detail::check_batch;
-using tropical::detail::check_non_null;
 using tropical::detail::invalid;
+using tropical::detail::Strides;
 
 /// Element (row, col) of op(X), X row-major with leading dimension ld.
 template <class T>
@@ -40,7 +40,8 @@ struct Backward {
   std::int64_t stride_gc = 0, stride_argmax = 0, stride_operand = 0, stride_grad = 0, batch = 1;
 };
 
-/// The GPU launcher's checks (shapes, extents, strides, null and identical pointers).
+/// The GPU launcher's checks (shapes, extents, strides, null pointers, a gradient sharing a byte with
+/// what it reads), without the device's.
 template <Semiring S, Element T, Op O>
 bool check(const Backward<T>& w) {
   constexpr bool reads_operand = S::kMul == MulKind::kMul;
@@ -55,17 +56,8 @@ bool check(const Backward<T>& w) {
   }
   check_batch(s.wrt_a ? "stride_ga" : "stride_gb", w.stride_grad, s.grad_extent, w.batch, sizeof(T), true);
   if (s.grad.rows == 0 || s.grad.cols == 0 || w.batch == 0) return false;
-  const char* grad_name = s.wrt_a ? "grad_a" : "grad_b";
-  check_non_null(w.grad, grad_name);
-  if (w.m > 0 && w.n > 0) {
-    check_non_null(w.grad_c, "grad_c");
-    check_non_null(w.argmax, "argmax");
-    if (reads_operand) check_non_null(w.operand, s.wrt_a ? "B (read by MaxMul's gradient)" : "A (read by MaxMul's gradient)");
-    if (static_cast<const void*>(w.grad) == w.grad_c || static_cast<const void*>(w.grad) == w.argmax ||
-        (reads_operand && w.grad == w.operand)) {
-      invalid("the gradient must not overlap grad_c, argmax or the operand");
-    }
-  }
+  tropical::detail::backward_spans(s, w.m > 0 && w.n > 0, w.grad_c, w.argmax, reads_operand, w.operand, w.grad,
+                                   Strides{w.stride_gc, w.stride_operand, w.stride_grad, w.stride_argmax}, w.batch);
   return true;
 }
 

@@ -121,14 +121,49 @@ T epilogue(const Product<T>& p, T acc, T old) {
   return acc;
 }
 
+/// Trans::kYes for kNo and back: the storage of an operand read as its transpose.
+inline Trans flipped(Trans t) { return t == Trans::kNo ? Trans::kYes : Trans::kNo; }
+
+/// True if p (n = 1, C and the argmax contiguous) runs as its transpose, the one-row product
+/// C^T = op(B)^T (x) op(A)^T. Every semiring's product commutes (its operands trade places), but for
+/// the sign of a zero that min or max picks from -0 and +0, which is unspecified anyway (reference.hpp).
+template <class T>
+bool runs_transposed(const Product<T>& p) {
+  return p.n == 1 && p.m > 1 && p.ldc == 1 && (p.argmax == nullptr || p.ldargmax == 1);
+}
+
+/// C^T = op(B)^T (x) op(A)^T of a product with n = 1 (runs_transposed): one row of m elements.
+template <class T>
+Product<T> transposed(const Product<T>& p) {
+  Product<T> t = p;
+  t.m = 1;
+  t.n = p.m;
+  t.a = p.b;
+  t.lda = p.ldb;
+  t.ta = flipped(p.tb);
+  t.b = p.a;
+  t.ldb = p.lda;
+  t.tb = flipped(p.ta);
+  t.stride_a = p.stride_b;
+  t.stride_b = p.stride_a;
+  t.ldc = p.m;
+  t.ldargmax = p.m;
+  return t;
+}
+
 /// Runs a checked, non-empty product (every op but the backward passes) on `threads` threads.
 template <class S, class T>
 void run_product(const Product<T>& p, int threads) {
+  // Matrix-vector products: one row of C, on the one-row tiles (n = 1 as its transpose). The full tiles
+  // would compute mr rows (nr columns) to keep one.
+  if (runs_transposed(p)) return run_product<S, T>(transposed(p), threads);
   const KernelSet<T>& ks = kernels_for<S, T>(p);
   const bool with_argmax = p.argmax != nullptr;
   const bool with_epilogue = p.scale || p.read_c;
-  const int mr = with_argmax ? ks.mra : ks.mr, nr = with_argmax ? ks.nra : ks.nr;
-  const TileFn<T> kernel = with_argmax ? ks.argmax : ks.gemm;
+  const bool one_row = p.m == 1 && (with_argmax ? ks.argmax1 : ks.gemm1) != nullptr;
+  const int mr = one_row ? 1 : (with_argmax ? ks.mra : ks.mr);
+  const int nr = one_row ? (with_argmax ? ks.nra1 : ks.nr1) : (with_argmax ? ks.nra : ks.nr);
+  const TileFn<T> kernel = one_row ? (with_argmax ? ks.argmax1 : ks.gemm1) : (with_argmax ? ks.argmax : ks.gemm);
   // KC: the B sliver (KC x nr) in about half of L1; the argmax takes all of it (fewer blocks, fewer group
   // resolutions: measured 0.57 -> 0.60 of the plain rate on AVX-512).
   std::int64_t kc_max = ((with_argmax ? 48 : 24) * 1024) / (static_cast<std::int64_t>(nr) * static_cast<std::int64_t>(sizeof(T)));

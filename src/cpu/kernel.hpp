@@ -29,13 +29,18 @@ template <class T>
 using TileFn = void (*)(const TileArgs<T>&);
 
 /// The kernels of one (semiring, element) pair on one instruction set: the
-/// plain product's tile (mr x nr) and the argmax's (mra x nra), null where none.
+/// plain product's tile (mr x nr) and the argmax's (mra x nra), and the one-row
+/// tiles (1 x nr1, 1 x nra1) of products with one row, null where none.
 template <class T>
 struct KernelSet {
   int mr = 0, nr = 0;
   TileFn<T> gemm = nullptr;
   int mra = 0, nra = 0;
   TileFn<T> argmax = nullptr;
+  int nr1 = 0;
+  TileFn<T> gemm1 = nullptr;
+  int nra1 = 0;
+  TileFn<T> argmax1 = nullptr;
 };
 
 /// The vector kernels of (S, T) for the chosen instruction set (null members where none).
@@ -101,7 +106,9 @@ template <class S, class T>
 const KernelSet<T>& scalar_kernels() {
   constexpr int kMr = 4, kNr = 8;
   static const KernelSet<T> set{kMr, kNr, &scalar_gemm_tile<S, T, kMr, kNr>,
-                                kMr, kNr, &scalar_argmax_tile<S, T, kMr, kNr>};
+                                kMr, kNr, &scalar_argmax_tile<S, T, kMr, kNr>,
+                                kNr, &scalar_gemm_tile<S, T, 1, kNr>,
+                                kNr, &scalar_argmax_tile<S, T, 1, kNr>};
   return set;
 }
 

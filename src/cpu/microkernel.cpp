@@ -12,6 +12,7 @@
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
+#include "tropical/jit/storage/log.hpp"
 
 // SSSE3 and AVX3_DL add nothing to max/min/add over SSE4 and AVX3 (AVX-512);
 // SVE and RVV have sizeless vectors, which cannot be held in the tile's arrays
@@ -37,6 +38,9 @@ constexpr int kRows = 4, kVecs = 4, kArgRows = 4, kArgVecs = 2;
 #else
 constexpr int kRows = 6, kVecs = 2, kArgRows = 3, kArgVecs = 2;
 #endif
+// One-row tiles (products with m = 1, and n = 1 transposed): each step of k loads kRowVecs vectors of the B
+// panel once for one broadcast of A, so the panel streams at the load ports' rate.
+constexpr int kRowVecs = 4;
 // Group of k per argmax comparison: measured best (f32, 512^3) at 2 on AVX-512, 4 on AVX2.
 constexpr int kGroup = HWY_TARGET == HWY_AVX3 ? 2 : 4;
 
@@ -218,10 +222,14 @@ void Fill(KernelSet<T>* out) {
   out->mr = kRows;
   out->nr = kVecs * lanes;
   out->gemm = &GemmTile<S, T, kRows, kVecs>;
+  out->nr1 = kRowVecs * lanes;
+  out->gemm1 = &GemmTile<S, T, 1, kRowVecs>;
   if constexpr (sizeof(T) >= 4) {  // a byte or a 16-bit lane cannot hold k: AndOr's and int16's argmax stay scalar
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
     out->argmax = &ArgmaxTile<S, T, kArgRows, kArgVecs>;
+    out->nra1 = kRowVecs * lanes;
+    out->argmax1 = &ArgmaxTile<S, T, 1, kRowVecs>;
   }
 }
 
@@ -264,17 +272,24 @@ constexpr IsaName kIsaNames[] = {
 
 /// The compiled targets the CPU supports, capped by TROPICAL_CPU_ISA (targets
 /// at or below the named one: Highway numbers better targets with lower bits).
-std::int64_t allowed_targets() {
+/// A name this CPU (or this build) lacks caps nothing: `lacking` receives it, for
+/// one warning once the choice is known (a cap below it would fall to scalar).
+std::int64_t allowed_targets(std::string& lacking) {
   std::int64_t allowed = hwy::SupportedTargets() & HWY_TARGETS;
   const char* env = std::getenv("TROPICAL_CPU_ISA");
   if (env == nullptr || *env == '\0') return allowed;
   for (const IsaName& isa : kIsaNames) {
-    if (std::strcmp(env, isa.name) == 0) return allowed & ~(isa.target - 1);
+    if (std::strcmp(env, isa.name) != 0) continue;
+    if (isa.target != HWY_SCALAR && (allowed & isa.target) == 0) {
+      lacking = env;
+      return allowed;
+    }
+    return allowed & ~(isa.target - 1);
   }
   std::fprintf(stderr,
                "tropical: TROPICAL_CPU_ISA=%s is not one of scalar, sse4, avx2, avx512, neon; using the best "
                "instruction set of this CPU\n",
-               env);
+               jit::terminal_safe(env).c_str());
   return allowed;
 }
 
@@ -288,7 +303,8 @@ Choice& choice() {
   static Choice c;
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::int64_t allowed = allowed_targets();
+    std::string lacking;
+    const std::int64_t allowed = allowed_targets(lacking);
     c.chosen.Update(allowed);
     const std::int64_t best = allowed & -allowed;
     c.name = "scalar";
@@ -297,6 +313,10 @@ Choice& choice() {
         c.name = isa.name;
         break;
       }
+    }
+    if (!lacking.empty()) {
+      std::fprintf(stderr, "tropical: TROPICAL_CPU_ISA=%s names an instruction set this CPU lacks; using the best it "
+                   "has (%s)\n", lacking.c_str(), c.name);
     }
   });
   return c;

@@ -6,6 +6,24 @@
 namespace tropical::jit {
 namespace {
 
+// Loading a module is a "potentially unsafe" call while any thread captures a CUDA graph in the global mode
+// (torch.cuda.graph's default): the load would fail and invalidate that capture, whichever thread loads (the
+// capturing one waiting for its tuned kernel, or a background compile's). A load queues nothing on any
+// stream, so this thread relaxes its own capture mode around it, as PyTorch does around its own module loads.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() : swapped_(driver::api().cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS) {}
+  ~RelaxedCapture() {
+    if (swapped_) driver::api().cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;  // after the swap: the mode to restore
+  bool swapped_;
+};
+
 class DriverLoader final : public DeviceLoader {
  public:
   int device_count() override { return driver::device_count(); }
@@ -16,6 +34,7 @@ class DriverLoader final : public DeviceLoader {
                     const std::function<std::string()>& ptx) override {
     const auto& api = driver::api();
     driver::ScopedContext context(device);
+    const RelaxedCapture relaxed;
     CUmodule module = nullptr;
     CUresult result = api.cuModuleLoadData(&module, image.cubin.data());
     if (result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE ||
@@ -39,6 +58,7 @@ class DriverLoader final : public DeviceLoader {
   std::optional<std::vector<std::byte>> jit(int device, std::string_view ptx, const std::string& name) override {
     const auto& api = driver::api();
     driver::ScopedContext context(device);
+    const RelaxedCapture relaxed;
     // The JIT targets the current context's device (CU_JIT_TARGET_FROM_CUCONTEXT,
     // the default) at its default optimisation level; its log names what failed.
     char log[4096] = {};
@@ -81,6 +101,7 @@ class DriverLoader final : public DeviceLoader {
   void unload(int device, CUmodule module) noexcept override {
     try {
       driver::ScopedContext context(device);
+      const RelaxedCapture relaxed;
       driver::api().cuModuleUnload(module);
     } catch (...) {
       // The driver went away: the module went with it.

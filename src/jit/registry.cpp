@@ -23,6 +23,7 @@ std::int64_t now_ns() {
 }  // namespace
 
 thread_local bool t_background = false;
+thread_local std::uint64_t t_compiles = 0;
 
 Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
@@ -246,10 +247,6 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   report.threads = static_cast<unsigned>(std::min<std::size_t>(threads, todo.size()));
 
-  std::uint64_t compiles_before = 0;
-  for (auto id : todo) {
-    if (id < catalog_.size()) compiles_before += counters_[id].compiles;
-  }
   peak_compiling_ = 0;
   const auto start = Clock::now();
   std::atomic<std::size_t> next{0};
@@ -259,6 +256,7 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
     for (std::size_t i = next++; i < todo.size(); i = next++) {
       std::string error;
       bool unavailable = false;
+      const std::uint64_t compiles_before = t_compiles;
       try {
         // Whole entries: what warm leaves in the primary is copied from what it read and verified.
         image(todo[i], arch, Tier::kTuned, ImageParts::kCubinAndPtx);
@@ -269,6 +267,7 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
         error = e.what();
       }
       std::lock_guard lock(report_mutex);
+      report.compiled += static_cast<std::size_t>(t_compiles - compiles_before);
       if (!error.empty()) report.errors.push_back(std::move(error));
       report.unavailable += unavailable;
       ++done;
@@ -292,12 +291,9 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
   report.seconds = static_cast<double>(nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();
 
-  std::uint64_t compiles_after = 0;
-  for (auto id : todo) {
-    if (id < catalog_.size()) compiles_after += counters_[id].compiles;
-  }
-  report.compiled = static_cast<std::size_t>(compiles_after - compiles_before);
-  report.ready = report.kernels - report.compiled - report.errors.size();
+  // Each kernel of this call was compiled by it, failed, or was ready (a compile of it that failed is an error).
+  const std::size_t failed = report.errors.size();
+  report.ready = report.kernels - std::min(report.kernels, report.compiled + failed);
   return report;
 }
 

@@ -48,6 +48,7 @@ void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, Ima
       [&] { return tracked_compile(id, tier, [&] { return run_compiler(source(id, tier), arch, tier); }); },
       &compiled, parts);
   ++(compiled ? counters_[id].compiles : counters_[id].disk_hits);
+  t_compiles += compiled;
 }
 
 const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, ImageParts parts) {
@@ -118,6 +119,7 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
               },
               &compiled);
           ++(compiled ? counters.compiles : counters.disk_hits);
+          t_compiles += compiled;
         } catch (const Error& e) {
           // The driver refused the PTX (older than the NVRTC that made it, or
           // a JIT error): NVRTC compiles the fragment, as without shipped PTX.

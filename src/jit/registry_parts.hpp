@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
@@ -19,6 +20,10 @@ using Clock = std::chrono::steady_clock;
 
 // Set on a background worker while it runs a tuned compile, for the statistics.
 [[gnu::visibility("hidden")]] extern thread_local bool t_background;
+
+// Compiles (NVRTC or the driver's JIT) made on this thread: warm() counts its own by the difference, where
+// the registry's counters also hold those of other threads warming or resolving at the same time.
+[[gnu::visibility("hidden")]] extern thread_local std::uint64_t t_compiles;
 
 struct Registry::ImageSlot {
   std::once_flag once;

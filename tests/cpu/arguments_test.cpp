@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -78,6 +79,36 @@ TEST(CpuArguments, bad_shapes_leading_dimensions_and_pointers_throw_invalid_argu
   EXPECT_THROW((cpu::backward_b_batched<MaxPlus, float>(N, N, 2, 2, 2, c.data(), 2, 4, x.data(), 2, 4, nullptr, 2, 0,
                                                         a.data(), 2, 1, 3)),
                InvalidArgument);
+}
+
+TEST(CpuArguments, a_gradient_sharing_any_byte_with_what_it_reads_is_refused_as_on_the_gpu) {
+  std::vector<float> f(64, 1);
+  std::vector<std::int32_t> x(64, 0);
+  // dA (2 x 2) starting inside dC (2 x 2), not at its first element.
+  EXPECT_THROW((cpu::backward_a<MaxPlus, float>(N, N, 2, 2, 2, f.data(), 2, x.data(), 2, nullptr, 2, f.data() + 2, 2)),
+               InvalidArgument);
+  EXPECT_THROW((cpu::backward_b<MinPlus, float>(N, N, 2, 2, 2, f.data() + 3, 2, x.data(), 2, nullptr, 2, f.data(), 2)),
+               InvalidArgument);
+  // The gradient over the argmax it is reading.
+  EXPECT_THROW((cpu::backward_a<MaxPlus, float>(N, N, 2, 2, 2, f.data(), 2, x.data(), 2, nullptr, 2,
+                                                reinterpret_cast<float*>(x.data() + 1), 2)),
+               InvalidArgument);
+  // MaxMul's gradient over the operand it multiplies by.
+  EXPECT_THROW((cpu::backward_a<MaxMul, float>(N, N, 2, 2, 2, f.data(), 2, x.data(), 2, f.data() + 8, 2, f.data() + 11,
+                                               2)),
+               InvalidArgument);
+  // A batch whose second gradient reaches the first dC.
+  EXPECT_THROW((cpu::backward_a_batched<MaxPlus, float>(N, N, 2, 2, 2, f.data() + 8, 2, 0, x.data(), 2, 0, nullptr, 2, 0,
+                                                        f.data(), 2, 6, 2)),
+               InvalidArgument);
+  // Interleaved but disjoint: dC in columns 0-1 and dA in columns 2-3 of one 2 x 4 buffer; both computed.
+  std::fill(x.begin(), x.end(), 1);
+  for (int i = 0; i < 8; ++i) f[i] = static_cast<float>(i);
+  cpu::backward_a<MaxPlus, float>(N, N, 2, 2, 2, f.data(), 4, x.data(), 2, nullptr, 2, f.data() + 2, 4);
+  // Row i of dA: (0, dC(i, 0) + dC(i, 1)) = row 0 (0, 1), row 1 (0, 9).
+  std::vector<float> want(64, 1);
+  std::copy_n(std::vector<float>{0, 1, 0, 1, 4, 5, 0, 9}.begin(), 8, want.begin());
+  EXPECT_EQ(f, want);
 }
 
 TEST(CpuArguments, empty_products_accept_null_operands_and_write_nothing) {

@@ -112,6 +112,71 @@ TYPED_TEST(CpuGemm, argmax_equals_the_reference_bit_for_bit) {
   }
 }
 
+// Matrix-vector products (n = 1, run as one row, and m = 1) on the one-row tiles, C and the argmax
+// contiguous as vectors are: every transpose pair, k within and beyond a packed block, alpha/beta, batches.
+TYPED_TEST(CpuGemm, matrix_vector_products_equal_the_reference_bit_for_bit) {
+  using S = typename TypeParam::Semiring;
+  using T = typename TypeParam::Element;
+  std::mt19937_64 rng(11);
+  int index = 0;
+  for (const std::int64_t len : {2, 17, 300}) {
+    for (const std::int64_t k : {1, 5, 1031}) {
+      for (const bool column : {true, false}) {
+        const std::int64_t m = column ? len : 1, n = column ? 1 : len;
+        for (const Trans ta : {Trans::kNo, Trans::kYes}) {
+          for (const Trans tb : {Trans::kNo, Trans::kYes}) {
+            const Data data = index % 2 == 0 ? Data::kTies : Data::kExtremes;
+            const int threads = index % 3 == 0 ? 0 : 2;
+            ++index;
+            const Operands<S, T> o(ta, tb, m, n, k, index % 2, rng, data);
+            const std::int64_t ldc = n;  // contiguous: m x 1 with ldc 1, or 1 x n
+            const std::string what = describe(ta, tb, m, n, k, data);
+            const std::vector<T> c0 = random_values<S, T>(static_cast<std::size_t>(len), rng, data);
+            std::vector<T> want = c0, got = c0;
+            reference::gemm<S, T>(ta, tb, m, n, k, o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld, want.data(),
+                                  ldc);
+            cpu::gemm<S, T>(ta, tb, m, n, k, o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld, got.data(), ldc,
+                            threads);
+            expect_same_bits(got, want, "vector " + what);
+            const std::vector<T> values = random_values<S, T>(2, rng, data);
+            want = got = c0;
+            reference::gemm<S, T>(ta, tb, m, n, k, values[0], o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld,
+                                  values[1], want.data(), ldc);
+            cpu::gemm<S, T>(ta, tb, m, n, k, values[0], o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld,
+                            values[1], got.data(), ldc, threads);
+            expect_same_bits(got, want, "vector alpha/beta " + what);
+            std::vector<std::int32_t> want_x(static_cast<std::size_t>(len), -7), got_x = want_x;
+            want = got = c0;
+            reference::gemm_argmax<S, T>(ta, tb, m, n, k, o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld,
+                                         want.data(), ldc, want_x.data(), ldc);
+            cpu::gemm_argmax<S, T>(ta, tb, m, n, k, o.a.data.data(), o.a.ld, o.b.data.data(), o.b.ld, got.data(),
+                                   ldc, got_x.data(), ldc, threads);
+            expect_same_bits(got, want, "vector argmax C " + what);
+            expect_same_bits(got_x, want_x, "vector argmax k " + what);
+            // A batch of 3 sharing the matrix (stride 0), vectors apart.
+            const std::int64_t batch = 3, vec = column ? k : k;  // op(B) (k x 1) or op(A) (1 x k)
+            const std::vector<T> vs = random_values<S, T>(static_cast<std::size_t>(batch * vec), rng, data);
+            std::vector<T> want_b(static_cast<std::size_t>(batch * len)), got_b = want_b;
+            // The vector operand is contiguous (B: k x 1 with ldb 1, or A: 1 x k), one per product.
+            const T* va = column ? o.a.data.data() : vs.data();
+            const T* vb = column ? vs.data() : o.b.data.data();
+            const Trans vta = column ? ta : Trans::kNo, vtb = column ? Trans::kNo : tb;
+            const std::int64_t lda = column ? o.a.ld : k, ldb = column ? 1 : o.b.ld;
+            const std::int64_t sa = column ? 0 : vec, sb = column ? vec : 0;
+            for (std::int64_t q = 0; q < batch; ++q) {
+              reference::gemm<S, T>(vta, vtb, m, n, k, va + q * sa, lda, vb + q * sb, ldb, want_b.data() + q * len,
+                                    ldc);
+            }
+            cpu::gemm_batched<S, T>(vta, vtb, m, n, k, va, lda, sa, vb, ldb, sb, got_b.data(), ldc, len, batch,
+                                    threads);
+            expect_same_bits(got_b, want_b, "vector batched " + what);
+          }
+        }
+      }
+    }
+  }
+}
+
 TYPED_TEST(CpuGemm, dense_overload_is_the_untransposed_product) {
   using S = typename TypeParam::Semiring;
   using T = typename TypeParam::Element;

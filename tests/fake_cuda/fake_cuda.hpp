@@ -13,6 +13,10 @@ inline constexpr std::uintptr_t kFirst = std::uintptr_t{1} << 32;
 inline constexpr std::uintptr_t kSecond = kFirst + kBytes;
 inline constexpr std::uintptr_t kThird = std::uintptr_t{1} << 33;
 
+/// The exported function of the fake libcuda.so.1 (extern "C" long()) that counts calls of the entry points
+/// it does not support (contexts, memsets, launches): a call refused by an argument check adds none.
+inline constexpr const char* kUnsupportedCalls = "tropical_fake_cuda_unsupported_calls";
+
 /// The environment variable the api_fake_driver test sets, so that tests know which driver they see.
 inline constexpr const char* kEnvironment = "TROPICAL_TEST_FAKE_DRIVER";
 

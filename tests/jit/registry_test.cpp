@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -194,6 +195,36 @@ TEST(Registry, warm_of_many_kernels_for_sm_90_needs_no_gpu_and_uses_every_core) 
   const WarmReport again = registry.warm(ids, kArch);
   EXPECT_EQ(again.compiled, 0u);
   EXPECT_EQ(again.ready, ids.size());
+}
+
+// Warms racing on one kernel: one NVRTC compile per (kernel, arch) in the process, and each report counts
+// its own call only (compiled + ready + failed = kernels asked for), whatever the others compiled.
+TEST(Registry, concurrent_warms_of_one_kernel_compile_once_per_arch_and_report_their_own_counts) {
+  Registry registry(catalog::kKernels, no_disk());
+  constexpr int kThreads = 8;
+  const std::uint32_t id = 0;
+  std::atomic<int> ready{0};
+  std::array<WarmReport, kThreads> reports{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready < kThreads) std::this_thread::yield();
+      reports[t] = registry.warm(std::span(&id, 1), t % 2 == 0 ? 80 : 90, 1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::size_t compiled = 0;
+  for (const WarmReport& r : reports) {
+    for (const auto& e : r.errors) ADD_FAILURE() << e;
+    EXPECT_EQ(r.kernels, 1u);
+    EXPECT_LE(r.compiled, 1u);
+    EXPECT_LE(r.ready, 1u);  // not an unsigned underflow
+    EXPECT_EQ(r.compiled + r.ready + r.errors.size(), 1u) << "compiled " << r.compiled << ", ready " << r.ready;
+    compiled += r.compiled;
+  }
+  EXPECT_EQ(compiled, 2u);  // sm_80 and sm_90
+  EXPECT_EQ(registry.stats()[id].compiles, 2u);
 }
 
 /// Runs this test binary again with only `filter`, `env` added to the environment; returns its exit status.

@@ -23,8 +23,10 @@ else:
                 break
     if not any(os.path.exists(os.path.join(p, "tropical", "__init__.py")) for p in sys.path if p):
         sys.path.insert(0, os.path.join(SOURCE, "python"))
-os.environ.setdefault("TROPICAL_CACHE_DIR", tempfile.mkdtemp(prefix="tropical-pytest-cache-"))
-os.environ.setdefault("TROPICAL_CACHE_LAYERS", "")
+# Always this session's own cache (never the user's, even where TROPICAL_CACHE_DIR is set), no layers, no fleet.
+os.environ["TROPICAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tropical-pytest-cache-")
+os.environ["TROPICAL_CACHE_LAYERS"] = ""
+os.environ.pop("TROPICAL_REMOTE_CACHE", None)
 
 
 def pytest_sessionstart(session):

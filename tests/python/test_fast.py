@@ -68,7 +68,19 @@ def cupy(monkeypatch):
 def launches(monkeypatch):
     calls = []
     monkeypatch.setattr(_fast, "_launch", lambda *args: calls.append(args))
+    monkeypatch.setattr(_fast, "_launch_batched", lambda *args: calls.append(("batched",) + args))
     return calls
+
+
+def test_batches_go_to_one_batched_call_with_their_strides(cupy, launches):
+    """A 3-D operand is one batched launch; a 2-D one (or a batch of 1) broadcasts with batch stride 0."""
+    a = cupy.module.ndarray((3, 4, 5), "float32")
+    b = cupy.module.ndarray((5, 2), "float32", strides=(4, 20))  # column-major
+    cupy.stream.ptr = STREAM
+    c, arg = _fast.cupy_product(a, b, 0, False, True)
+    assert c.shape == arg.shape == (3, 4, 2) and arg.dtype == np.int32
+    assert launches == [("batched", 0, 0, (3, 20, 4, 5, 0, 5), (1, 0, 5, 2, 1, 5), 4, 2, 5, 3, a.data.ptr,
+                         b.data.ptr, c.data.ptr, arg.data.ptr, STREAM)]
 
 
 def test_row_and_column_major_operands_go_straight_to_one_c_call(cupy, launches):
@@ -102,7 +114,8 @@ def operands(cupy, case):
         "andor over float32": (f32((2, 2)), f32((2, 2)), True),
         "maxplus over uint8": (nd((2, 2), "uint8"), nd((2, 2), "uint8"), False),
         "1-d": (f32((2,)), f32((2, 2)), False),
-        "3-d": (f32((1, 2, 2)), f32((2, 2)), False),
+        "4-d": (f32((1, 1, 2, 2)), f32((2, 2)), False),
+        "batch sizes 2 and 3": (f32((2, 2, 2)), f32((3, 2, 2)), False),
         "two devices": (f32((2, 2)), f32((2, 2), device=1), False),
         "k mismatch": (f32((2, 3)), f32((2, 2)), False),
         "empty": (f32((0, 2)), f32((2, 2)), False),
@@ -113,7 +126,7 @@ def operands(cupy, case):
 
 
 @pytest.mark.parametrize("case", ["numpy operands", "mixed dtypes", "float16", "andor over float32",
-                                  "maxplus over uint8", "1-d", "3-d", "two devices", "k mismatch", "empty",
+                                  "maxplus over uint8", "1-d", "4-d", "batch sizes 2 and 3", "two devices", "k mismatch", "empty",
                                   "byte stride of half an element", "inner stride of two elements",
                                   "negative stride"])
 def test_unusual_operands_are_left_to_the_general_path(cupy, launches, case):
@@ -160,3 +173,25 @@ def test_a_gradient_of_another_kind_than_the_operands_is_one_clear_error(cupy, l
     with pytest.raises(tropical.InvalidArgument, match="argmax is a numpy array but a is a cupy array"):
         tropical.backward_b(nd((2, 2), "float32"), np.zeros((2, 2), np.int32), a, b)
     assert launches == []
+
+
+def test_cupy_gradients_are_one_backward_call_into_a_new_array(cupy, monkeypatch):
+    """dA and dB of plain CuPy operands: one _launch_backward each with the mapped layouts; a broadcast operand
+    (its gradient a sum over the batch) and a column-major dC are left to the general path."""
+    calls = []
+    monkeypatch.setattr(_fast, "_launch_backward", lambda *args: calls.append(args))
+    nd = cupy.module.ndarray
+    a, b = nd((3, 4), "float32"), nd((4, 5), "float32", strides=(4, 16))
+    gc, arg = nd((3, 5), "float32"), nd((3, 5), "int32")
+    cupy.stream.ptr = STREAM
+    ga = _fast.cupy_backward(True, gc, arg, a, b, 0)
+    gb = _fast.cupy_backward(False, gc, arg, a, b, 2)
+    assert ga.shape == (3, 4) and gb.shape == (4, 5) and ga.dtype == gb.dtype == np.float32
+    assert calls[0][:9] == (True, 0, 0, (1, 0, 3, 4, 0, 4), (1, 0, 4, 5, 1, 4), 3, 5, 4, 1)
+    assert calls[0][9:] == (gc.data.ptr, (0, 5), arg.data.ptr, (0, 5), b.data.ptr, ga.data.ptr, STREAM)
+    assert calls[1][0] is False and calls[1][13] == a.data.ptr and calls[1][14] == gb.data.ptr
+    a3 = nd((2, 3, 4), "float32")
+    g3, arg3 = nd((2, 3, 5), "float32"), nd((2, 3, 5), "int32")
+    assert _fast.cupy_backward(False, g3, arg3, a3, b, 0) is None  # b broadcast over the batch
+    assert _fast.cupy_backward(True, nd((3, 5), "float32", strides=(4, 12)), arg, a, b, 0) is None
+    assert len(calls) == 2

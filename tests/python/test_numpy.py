@@ -92,13 +92,36 @@ def test_padded_column_major_operand():
     same(tropical.matmul(big[:6, :], b, "minplus"), ref.matmul("minplus", a, b))
 
 
-@pytest.mark.parametrize("view", ["inner_stride", "negative", "broadcast_rows"])
-def test_views_that_are_not_matrices_are_refused(view):
-    a = np.arange(48, dtype=np.float32).reshape(6, 8)
-    b = np.ones((4, 3), np.float32)
-    bad = {"inner_stride": a[:, ::2], "negative": a[::-1, :4], "broadcast_rows": np.broadcast_to(a[0, :4], (6, 4))}[view]
-    with pytest.raises(tropical.InvalidArgument, match="strides"):
-        tropical.matmul(bad, b)
+@pytest.mark.parametrize("view", ["inner_stride", "negative", "broadcast_rows", "broadcast_scalar", "misaligned"])
+def test_views_that_are_not_matrices_are_copied_once_and_give_the_reference(view):
+    a = np.arange(48, dtype=np.float32).reshape(6, 8) / 4
+    raw = np.zeros(6 * 4 * 4 + 1, np.uint8)[1:].view(np.float32) if view == "misaligned" else None
+    if raw is not None:
+        assert not raw.flags.aligned
+        raw[:] = a[:, :4].ravel()
+    odd = {"inner_stride": a[:, ::2], "negative": a[::-1, :4], "broadcast_rows": np.broadcast_to(a[0, :4], (6, 4)),
+           "broadcast_scalar": np.broadcast_to(np.float32(1.5), (6, 4)),
+           "misaligned": None if raw is None else raw.reshape(6, 4)}[view]
+    b = np.arange(12, dtype=np.float32).reshape(4, 3) / 2
+    for semiring in ("maxplus", "minplus"):
+        want = ref.matmul_argmax(semiring, np.ascontiguousarray(odd), b)
+        got = tropical.matmul_argmax(odd, b, semiring)
+        same(got[0], want[0])
+        same(got[1], want[1])
+        same(tropical.matmul_argmax(b.T, odd.T, semiring)[0], ref.matmul(semiring, b.T.copy(), odd.T.copy()))
+
+
+def test_batches_with_negative_broadcast_or_odd_strides_give_the_reference():
+    rng = np.random.default_rng(3)
+    a = data("float32", (4, 5, 6), rng)
+    b = data("float32", (4, 6, 3), rng)
+    cases = [(a[::-1], b), (a, b[:, ::-1, :]), (np.broadcast_to(a[:1], (4, 5, 6)), b), (a[..., ::-1], b[::-1]),
+             (a.transpose(0, 2, 1).copy().transpose(0, 2, 1), b)]
+    for x, y in cases:
+        got = tropical.matmul(x, y, "maxplus")
+        want = np.stack([ref.matmul("maxplus", np.ascontiguousarray(x[i]), np.ascontiguousarray(y[i]))
+                         for i in range(4)])
+        same(got, want)
 
 
 @pytest.mark.parametrize("a_shape,b_shape,message", [

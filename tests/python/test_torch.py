@@ -54,8 +54,98 @@ def test_every_dtype_and_transposed_views(device, dtype):
     at = a.t().contiguous().t()  # column-major storage: a transpose, not a copy
     assert torch.equal(tropical.matmul(at, b, "minplus"), c)
     assert torch.equal(tropical.matmul(a, b.t().contiguous().t(), "minplus"), c)
-    with pytest.raises(tropical.InvalidArgument, match="strides"):
-        tropical.matmul(a[:, ::2], b[:6], "minplus")
+    # A non-unit inner stride is copied once: the answer of the contiguous copy.
+    assert torch.equal(tropical.matmul(a[:, ::2], b[:6], "minplus"), tropical.matmul(a[:, ::2].contiguous(), b[:6],
+                                                                                       "minplus"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_any_strides_give_the_contiguous_answer_and_gradients(device):
+    """Non-unit inner strides, broadcast (stride-0) rows and batches, permuted batches: forward and gradients
+    equal those of contiguous copies."""
+    g = torch.Generator().manual_seed(21)
+    base = torch.rand(4, 6, 16, generator=g, dtype=torch.float64).to(device)
+    w = torch.rand(8, 5, generator=g, dtype=torch.float64).to(device)
+    views = {
+        "inner stride 2": lambda: base[0, :, ::2],
+        "broadcast rows": lambda: base[0, 0, :8].expand(6, 8),
+        "broadcast batch": lambda: base[0, :, :8].expand(3, 6, 8),
+        "permuted batch": lambda: base[:, :, :8].permute(1, 0, 2).contiguous().permute(1, 0, 2),
+        "batch last": lambda: base[:, :, :8].permute(1, 2, 0).contiguous().permute(2, 0, 1),
+    }
+    for name, make in views.items():
+        x = make().requires_grad_()
+        y = w.clone().requires_grad_()
+        x2, y2 = make().contiguous().requires_grad_(), w.clone().requires_grad_()
+        c, c2 = tt.maxplus_matmul(x, y), tt.maxplus_matmul(x2, y2)
+        assert torch.equal(c, c2), name
+        weights = torch.randn(c.shape, generator=g, dtype=torch.float64).to(device)
+        (c * weights).sum().backward()
+        (c2 * weights).sum().backward()
+        torch.testing.assert_close(x.grad, x2.grad, msg=name)
+        torch.testing.assert_close(y.grad, y2.grad, msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_training_step_in_eager_code_takes_only_the_fast_path(device, monkeypatch):
+    """Forward with argmax, backward_a and backward_b (2-D and batched, a sum's broadcast dC) never reach the
+    general path: each is one call into the library from _fast."""
+    from tropical import _ops
+
+    def general(*args, **kwargs):
+        raise AssertionError("the general path was taken")
+
+    monkeypatch.setattr(_ops._Product, "__init__", general)
+    for shape_a, shape_b in (((64, 48), (48, 32)), ((5, 64, 48), (48, 32)), ((5, 64, 48), (1, 48, 32))):
+        a = torch.randn(shape_a, device=device, requires_grad=True)
+        b = torch.randn(shape_b, device=device, requires_grad=True)
+        tt.maxplus_matmul(a, b).sum().backward()
+        dense_a, dense_b = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        DENSE["maxplus"](dense_a, dense_b).sum().backward()
+        torch.testing.assert_close(a.grad, dense_a.grad)
+        torch.testing.assert_close(b.grad, dense_b.grad)
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="no CUDA device")
+def test_a_training_step_captured_in_a_cuda_graph_replays_the_eager_results():
+    torch.manual_seed(3)
+    w1 = torch.randn(48, 64, device="cuda", requires_grad=True)
+    w2 = torch.randn(64, 16, device="cuda", requires_grad=True)
+    x = torch.randn(32, 48, device="cuda")
+    target = torch.randn(32, 16, device="cuda")
+
+    def step():
+        h = tt.maxplus_matmul(x, w1).relu()
+        loss = ((tt.minplus_matmul(h, w2) - target) ** 2).mean()
+        loss.backward()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graphs asks
+        for _ in range(3):
+            w1.grad = w2.grad = None
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    w1.grad = w2.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = step()
+    static_grads = (w1.grad, w2.grad)  # the graph's own gradient tensors, rewritten by every replay
+    for seed in (4, 5):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            x.copy_(torch.randn_like(x))
+            target.copy_(torch.randn_like(target))
+        graph.replay()
+        torch.cuda.synchronize()
+        w1.grad = w2.grad = None
+        eager = step()
+        # The backward's atomics may add three or more terms in another order: close, not bit-equal.
+        torch.testing.assert_close(static_loss, eager.detach())
+        torch.testing.assert_close(static_grads[0], w1.grad)
+        torch.testing.assert_close(static_grads[1], w2.grad)
+        assert static_grads[0].abs().sum() > 0
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -60,8 +60,8 @@ void set_num_threads(int n);
 
 /// The instruction set the microkernels run on ("avx512", "avx2", "sse4" or
 /// "scalar" on x86; "neon", ... elsewhere): the best the CPU has, or the best at
-/// or below TROPICAL_CPU_ISA (read once, at the first call; an unknown name is
-/// ignored with one warning on stderr).
+/// or below TROPICAL_CPU_ISA (read once, at the first call; an unknown name, or
+/// one this CPU lacks, is ignored with one warning on stderr: the best it has runs).
 std::string_view isa();
 
 /// C (m x n, ldc) = op(A) (x) op(B); C is not read.
