@@ -162,6 +162,26 @@ def torch_einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None
     if operands[0].dtype not in names:
         raise InvalidArgument(f"tropical: the operands are {operands[0].dtype}; supported: " + ", ".join(names.values()))
     _ops._dtype_code(semiring, names[operands[0].dtype])
-    shapes = [tuple(x.shape) for x in operands]
-    plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit, timed=False)
+    shapes = tuple(tuple(int(d) for d in x.shape) for x in operands)
+    if torch.compiler.is_compiling():
+        # Planning is plain Python on constants (equation, shapes, path): run it as such at trace time and keep
+        # the plan as a constant of the graph, instead of tracing the planner.
+        plan = COMPILE_PLANNER(equation, shapes, _frozen(sublists), _frozen(output), _frozen(optimize),
+                               memory_limit)
+    else:
+        plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit, timed=False)
     return contract(_einsum_arrays.Torch(differentiable=True), plan, operands, semiring)
+
+
+def _frozen(x):
+    """Lists (a path, sublists) as tuples, so that they are constants a compiler can hold."""
+    return tuple(_frozen(y) for y in x) if isinstance(x, (list, tuple)) else x
+
+
+def plan_of(equation, shapes, sublists, output, optimize, memory_limit):
+    """cached_plan of constants (tuples), as torch.compile calls it at trace time (see COMPILE_PLANNER)."""
+    return _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit, timed=False)
+
+
+# plan_of marked by tropical.torch (at its import) as a function of constants whose result is a constant.
+COMPILE_PLANNER = plan_of

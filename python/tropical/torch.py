@@ -12,7 +12,7 @@ Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch 
 
 import torch
 
-from . import _fast, _lib, _ops
+from . import _einsum, _fast, _lib, _ops
 from ._errors import Unavailable
 
 if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
@@ -271,5 +271,10 @@ def maxmul_matmul(a, b):
 def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
     """tropical.einsum on torch tensors, differentiable: the products are this module's matmul (gradients
     through their argmax) and reductions inside one operand take their winner, ties to the smallest index."""
-    from ._einsum import torch_einsum
-    return torch_einsum(*args, semiring=semiring, optimize=optimize, memory_limit=memory_limit)
+    return _einsum.torch_einsum(*args, semiring=semiring, optimize=optimize, memory_limit=memory_limit)
+
+
+# Under torch.compile the plan (plain Python over the equation, the shapes and the path) is made at trace time
+# and kept as a constant of the graph, not traced.
+_mark_constant = getattr(torch.compiler, "assume_constant_result", None) or torch._dynamo.assume_constant_result
+_einsum.COMPILE_PLANNER = _mark_constant(_einsum.plan_of)
