@@ -8,10 +8,20 @@ import sys
 from . import _counting, _ops
 
 MINIMIZING = ("minplus", "minmax")
+# A product with more rows than this (and fewer columns) runs as its transpose, Cᵀ = Bᵀ Aᵀ (free: transposes
+# and strides are passed, not copied): a launch covers at most 65535 row tiles but 2^31 column tiles, and graph
+# networks make products of millions of rows and a few columns.
+TALL = 1 << 18
+
+
+def _tall(a, b):
+    return a.shape[-2] > TALL and b.shape[-1] < a.shape[-2]
 
 
 class NumpyLike:
     """NumPy (host) or CuPy (device) arrays: `xp` is the module."""
+
+    compiling = False  # True while torch.compile traces (no memo is kept then)
 
     def __init__(self, xp, differentiable=False):
         self.xp = xp
@@ -109,12 +119,21 @@ class NumpyLike:
 
     # products
     def matmul(self, a, b, semiring):
+        if _tall(a, b):
+            return self.swap_last(self.matmul(self.swap_last(b), self.swap_last(a), semiring))
         return _ops.matmul(a, b, semiring)
 
     def matmul_argmax(self, a, b, semiring):
+        if _tall(a, b):
+            c, arg = _ops.matmul_argmax(self.swap_last(b), self.swap_last(a), semiring)
+            return self.swap_last(c), self.swap_last(arg)
         return _ops.matmul_argmax(a, b, semiring)
 
     def counting_matmul(self, va, ca, vb, cb):
+        if _tall(va, vb):
+            t = self.swap_last
+            v, c = _counting.counting_matmul(t(vb), t(cb), t(va), t(ca))
+            return t(v), t(c)
         return _counting.counting_matmul(va, ca, vb, cb)
 
 
@@ -123,6 +142,7 @@ class Torch(NumpyLike):
 
     def __init__(self, differentiable=False):
         self.torch = sys.modules["torch"]
+        self.compiling = self.torch.compiler.is_compiling()
         self.differentiable = differentiable
 
     def permute(self, x, perm):
@@ -218,11 +238,10 @@ class Torch(NumpyLike):
     def matmul(self, a, b, semiring):
         if self.differentiable:
             from . import torch as tropical_torch
+            if _tall(a, b):
+                return tropical_torch.matmul(b.mT, a.mT, semiring).mT
             return tropical_torch.matmul(a, b, semiring)
-        return _ops.matmul(a, b, semiring)
-
-    def matmul_argmax(self, a, b, semiring):
-        return _ops.matmul_argmax(a, b, semiring)
+        return NumpyLike.matmul(self, a, b, semiring)
 
 
 def adapter(x, differentiable=False):

@@ -187,9 +187,11 @@ def run(ad, plan, operands, counts, semiring, mode, fixed, trace):
     for i, (a, b) in enumerate(tree.children):
         ta, tb = nodes.pop(a), nodes.pop(b)
         key = (n + i, tuple(ta.labels), tuple(tb.labels))
-        step = steps.get(key)
+        step = None if ad.compiling else steps.get(key)  # torch.compile traces no memo of the plan's
         if step is None:
-            step = steps[key] = _Step(ta.labels, tb.labels, keeps[n + i], sizes)
+            step = _Step(ta.labels, tb.labels, keeps[n + i], sizes)
+            if not ad.compiling:
+                steps[key] = step
         nodes[n + i] = contract(ad, ta, tb, step, semiring, mode, trace, n + i)
     root = nodes[tree.root()]
     perm = [root.labels.index(label) for label in network.output]

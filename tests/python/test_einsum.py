@@ -337,3 +337,26 @@ def test_mixed_dtypes_and_the_wrong_semiring_are_refused():
         tropical.einsum("ij->i", a, semiring="andor")
     with pytest.raises(tropical.InvalidArgument, match="pair"):
         tropical.counting_einsum("ij->i", a)
+
+
+def test_tall_products_run_as_their_transpose_with_the_same_bits(monkeypatch):
+    """A pairwise product with more rows than a launch covers runs as Cᵀ = Bᵀ Aᵀ: values, argmax and counts
+    equal the direct product (the threshold lowered so that small products take that path)."""
+    from tropical import _einsum_arrays
+    rng = np.random.default_rng(41)
+    a = rng.integers(-3, 3, (6, 12, 5)).astype(np.float32)
+    b = rng.integers(-3, 3, (6, 5, 3)).astype(np.float32)
+    want_c, want_k = tropical.matmul_argmax(a, b, "maxplus")
+    want_v, want_n = tropical.counting_matmul(a, np.ones_like(a), b, np.ones_like(b))
+    monkeypatch.setattr(_einsum_arrays, "TALL", 8)
+    ad = _einsum_arrays.adapter(a)
+    np.testing.assert_array_equal(ad.matmul(a, b, "maxplus"), want_c)
+    c, k = ad.matmul_argmax(a, b, "maxplus")
+    np.testing.assert_array_equal(c, want_c)
+    np.testing.assert_array_equal(k, want_k)
+    v, n = ad.counting_matmul(a, np.ones_like(a), b, np.ones_like(b))
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(n, want_n)
+    x = rng.integers(-3, 3, (40, 3)).astype(np.float32)
+    y = rng.integers(-3, 3, (3, 2)).astype(np.float32)
+    np.testing.assert_array_equal(tropical.einsum("ij,jk->ik", x, y), tropical.matmul(x, y))
