@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
@@ -215,6 +216,51 @@ void ArgmaxTile(const TileArgs<T>& t) {
   }
 }
 
+/// The row kernel (RowArgs): per k, one broadcast of a(p) against B's row p, vector by vector, the running
+/// row of C (a task's columns, in L1) loaded and stored around each step, so that B streams once, in order,
+/// unpacked. Columns past the last whole vector take the reference's operations, which these equal.
+template <class S, class T, bool kArgmax>
+void RowUpdate(const RowArgs<T>& t) {
+  using TI = hwy::MakeSigned<T>;
+  using O = Ops<S, hn::ScalableTag<T>>;
+  const hn::ScalableTag<T> d;
+  const hn::Rebind<TI, decltype(d)> di;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t whole = t.cols / lanes * lanes;
+  for (std::int64_t p = 0; p < t.kc; ++p) {
+    const auto av = hn::Set(d, t.a[p]);
+    const T* b = t.b + p * t.ldb;
+    for (std::int64_t j = 0; j < whole; j += lanes) {
+      const auto before = hn::LoadU(d, t.c + j);
+      auto bv = hn::LoadU(d, b + j);
+      if constexpr (std::is_floating_point_v<T> && (S::kMul == MulKind::kMin || S::kMul == MulKind::kMax)) {
+        bv = hn::IfThenElse(hn::IsNaN(bv), hn::Set(d, reference::zero<S, T>()), bv);  // as pack_value does
+      }
+      const auto product = O::product(av, bv);
+      if constexpr (kArgmax) {
+        const auto better = O::improved(product, before);
+        hn::StoreU(hn::IfThenElse(better, product, before), d, t.c + j);
+        const auto idx = hn::LoadU(di, reinterpret_cast<const TI*>(t.idx + j));
+        hn::StoreU(hn::IfThenElse(hn::RebindMask(di, better), hn::Set(di, static_cast<TI>(t.k0 + p)), idx), di,
+                   reinterpret_cast<TI*>(t.idx + j));
+      } else {
+        hn::StoreU(O::accumulate(product, before), d, t.c + j);
+      }
+    }
+    for (std::int64_t j = whole; j < t.cols; ++j) {
+      const T product = reference::mul<S, T>(t.a[p], b[j]);
+      if constexpr (kArgmax) {
+        if (reference::better<S, T>(product, t.c[j])) {
+          t.c[j] = product;
+          t.idx[j] = static_cast<std::int32_t>(t.k0 + p);
+        }
+      } else {
+        t.c[j] = reference::add<S, T>(t.c[j], product);
+      }
+    }
+  }
+}
+
 template <class S, class T>
 void Fill(KernelSet<T>* out) {
   const hn::ScalableTag<T> d;
@@ -224,6 +270,11 @@ void Fill(KernelSet<T>* out) {
   out->gemm = &GemmTile<S, T, kRows, kVecs>;
   out->nr1 = kRowVecs * lanes;
   out->gemm1 = &GemmTile<S, T, 1, kRowVecs>;
+  if constexpr (S::kAdd != AddKind::kOr) {  // AndOr's bytes are 0 or 1 only once packed: it packs B
+    out->row = &RowUpdate<S, T, false>;
+    // The winning k is kept in lanes of the element's width: 4 bytes, as the argmax's int32.
+    if constexpr (sizeof(T) == 4) out->row_argmax = &RowUpdate<S, T, true>;
+  }
   if constexpr (sizeof(T) >= 4) {  // a byte or a 16-bit lane cannot hold k: AndOr's and int16's argmax stay scalar
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
