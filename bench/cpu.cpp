@@ -2,8 +2,9 @@
 // ceiling on data in L1 (one core, every core), f32 MaxPlus 1024^3 (and 4096^3
 // with --large) on one core and on every core, argmax, i32 and f64 rows,
 // matrix-vector products (n = 1, m = 1), the reference loops and NumPy's
-// broadcast product at small sizes, then a table of ratios. Every row's label names the instruction set the dispatcher chose
-// (TROPICAL_CPU_ISA forces one). Counter GMAC/s = M*N*K / time / 1e9.
+// broadcast product at small sizes, then a table of ratios. Every row's label
+// names the instruction set the dispatcher chose (TROPICAL_CPU_ISA forces one).
+// Counter GMAC/s = M*N*K / time / 1e9.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -48,7 +48,9 @@ using RowFn = void (*)(const RowArgs<T>&);
 /// The kernels of one (semiring, element) pair on one instruction set: the
 /// plain product's tile (mr x nr) and the argmax's (mra x nra), the one-row
 /// tiles (1 x nr1, 1 x nra1) of products with one row, and the row kernels of
-/// those whose B is read in place, null where none.
+/// those whose B is read in place, null where none: `row` for B stored as is,
+/// `dot` for B stored transposed (b[j * ldb + p]; these start from the zero and
+/// -1: c and idx are overwritten).
 template <class T>
 struct KernelSet {
   int mr = 0, nr = 0;
@@ -61,6 +63,8 @@ struct KernelSet {
   TileFn<T> argmax1 = nullptr;
   RowFn<T> row = nullptr;
   RowFn<T> row_argmax = nullptr;
+  RowFn<T> dot = nullptr;
+  RowFn<T> dot_argmax = nullptr;
 };
 
 /// The vector kernels of (S, T) for the chosen instruction set (null members where none).
