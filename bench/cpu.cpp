@@ -2,8 +2,9 @@
 // ceiling on data in L1 (one core, every core), f32 MaxPlus 1024^3 (and 4096^3
 // with --large) on one core and on every core, argmax, i32 and f64 rows,
 // matrix-vector products (n = 1, m = 1), the reference loops and NumPy's
-// broadcast product at small sizes, then a table of ratios. Every row's label names the instruction set the dispatcher chose
-// (TROPICAL_CPU_ISA forces one). Counter GMAC/s = M*N*K / time / 1e9.
+// broadcast product at small sizes, then a table of ratios. Every row's label
+// names the instruction set the dispatcher chose (TROPICAL_CPU_ISA forces one).
+// Counter GMAC/s = M*N*K / time / 1e9.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -191,6 +192,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ratio("f32 MaxPlus 256^3 one core / reference loops 256^3", "BM_gemm_f32/256/1", "BM_reference_f32/256");
     ratio("i32 MaxPlus 1024^3 / f32 (every core)", "BM_gemm_i32/1024/0", "BM_gemm_f32/1024/0");
     ratio("f64 MaxPlus 1024^3 / f32 (every core)", "BM_gemm_f64/1024/0", "BM_gemm_f32/1024/0");
+    ratio("f32 MaxPlus 512x512 (x) vector / 1024^3 (one core)", "BM_matvec_f32/512/1", "BM_gemm_f32/1024/1");
+    ratio("f32 MaxPlus vector (x) 512x512 / 1024^3 (one core)", "BM_vecmat_f32/512/1", "BM_gemm_f32/1024/1");
     ratio("f32 MaxPlus 4096x4096 (x) vector / 1024^3 (one core)", "BM_matvec_f32/4096/1", "BM_gemm_f32/1024/1");
     ratio("f32 MaxPlus vector (x) 4096x4096 / 1024^3 (one core)", "BM_vecmat_f32/4096/1", "BM_gemm_f32/1024/1");
     ratio("f32 MaxPlus 4096x4096 (x) vector / 1024^3 (every core)", "BM_matvec_f32/4096/0", "BM_gemm_f32/1024/0");
@@ -236,10 +239,11 @@ int main(int argc, char** argv) {
         ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   }
   // The thin shapes of tensor networks and Viterbi recurrences: n = 1 and m = 1.
-  benchmark::RegisterBenchmark("BM_matvec_f32", BM_vector<MaxPlus, float, true>)->Args({4096, 1})->Args({4096, 0})
-      ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
-  benchmark::RegisterBenchmark("BM_vecmat_f32", BM_vector<MaxPlus, float, false>)->Args({4096, 1})->Args({4096, 0})
-      ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+  // 512: the matrix in L2 (1 MiB), the kernels' rate; 4096: 64 MiB from memory, its bandwidth's.
+  benchmark::RegisterBenchmark("BM_matvec_f32", BM_vector<MaxPlus, float, true>)->Args({512, 1})->Args({4096, 1})
+      ->Args({4096, 0})->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+  benchmark::RegisterBenchmark("BM_vecmat_f32", BM_vector<MaxPlus, float, false>)->Args({512, 1})->Args({4096, 1})
+      ->Args({4096, 0})->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   benchmark::RegisterBenchmark("BM_reference_f32", BM_reference<MaxPlus, float>)->Arg(256)
       ->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
   benchmark::RegisterBenchmark("BM_reference_i32", BM_reference<MaxPlus, std::int32_t>)->Arg(256)

@@ -28,9 +28,29 @@ struct TileArgs {
 template <class T>
 using TileFn = void (*)(const TileArgs<T>&);
 
+/// One row of C updated in place, B read where it lies: c[j] (+)= a[p] (x) b[p * ldb + j] for p < kc and
+/// j < cols, a's values packed (pack_value); argmax kernels also set idx[j] = k0 + p where c[j] strictly
+/// improved. c (and idx) hold the running values between calls.
+template <class T>
+struct RowArgs {
+  std::int64_t kc, cols;
+  const T* a;
+  const T* b;
+  std::int64_t ldb;
+  T* c;
+  std::int32_t* idx;
+  std::int64_t k0;
+};
+
+template <class T>
+using RowFn = void (*)(const RowArgs<T>&);
+
 /// The kernels of one (semiring, element) pair on one instruction set: the
-/// plain product's tile (mr x nr) and the argmax's (mra x nra), and the one-row
-/// tiles (1 x nr1, 1 x nra1) of products with one row, null where none.
+/// plain product's tile (mr x nr) and the argmax's (mra x nra), the one-row
+/// tiles (1 x nr1, 1 x nra1) of products with one row, and the row kernels of
+/// those whose B is read in place, null where none: `row` for B stored as is,
+/// `dot` for B stored transposed (b[j * ldb + p]; these start from the zero and
+/// -1: c and idx are overwritten).
 template <class T>
 struct KernelSet {
   int mr = 0, nr = 0;
@@ -41,6 +61,10 @@ struct KernelSet {
   TileFn<T> gemm1 = nullptr;
   int nra1 = 0;
   TileFn<T> argmax1 = nullptr;
+  RowFn<T> row = nullptr;
+  RowFn<T> row_argmax = nullptr;
+  RowFn<T> dot = nullptr;
+  RowFn<T> dot_argmax = nullptr;
 };
 
 /// The vector kernels of (S, T) for the chosen instruction set (null members where none).

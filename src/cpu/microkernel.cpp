@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
@@ -215,6 +216,126 @@ void ArgmaxTile(const TileArgs<T>& t) {
   }
 }
 
+/// B's NaN as the zero for MaxMin and MinMax, as pack_value makes it (Highway's scalar Min and Max would
+/// take the other operand); every other value as it is.
+template <class S, class D>
+HWY_INLINE hn::Vec<D> unpacked_value(D d, hn::Vec<D> v) {
+  using T = hn::TFromD<D>;
+  if constexpr (std::is_floating_point_v<T> && (S::kMul == MulKind::kMin || S::kMul == MulKind::kMax)) {
+    return hn::IfThenElse(hn::IsNaN(v), hn::Set(d, reference::zero<S, T>()), v);
+  } else {
+    return v;
+  }
+}
+
+/// The row kernel (RowArgs): per k, one broadcast of a(p) against B's row p, vector by vector, the running
+/// row of C (a task's columns, in L1) loaded and stored around each step, so that B streams once, in order,
+/// unpacked. Columns past the last whole vector take the reference's operations, which these equal.
+template <class S, class T, bool kArgmax>
+void RowUpdate(const RowArgs<T>& t) {
+  using TI = hwy::MakeSigned<T>;
+  using O = Ops<S, hn::ScalableTag<T>>;
+  const hn::ScalableTag<T> d;
+  const hn::Rebind<TI, decltype(d)> di;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t whole = t.cols / lanes * lanes;
+  for (std::int64_t p = 0; p < t.kc; ++p) {
+    const auto av = hn::Set(d, t.a[p]);
+    const T* b = t.b + p * t.ldb;
+    for (std::int64_t j = 0; j < whole; j += lanes) {
+      const auto before = hn::LoadU(d, t.c + j);
+      const auto product = O::product(av, unpacked_value<S>(d, hn::LoadU(d, b + j)));
+      if constexpr (kArgmax) {
+        const auto better = O::improved(product, before);
+        hn::StoreU(hn::IfThenElse(better, product, before), d, t.c + j);
+        const auto idx = hn::LoadU(di, reinterpret_cast<const TI*>(t.idx + j));
+        hn::StoreU(hn::IfThenElse(hn::RebindMask(di, better), hn::Set(di, static_cast<TI>(t.k0 + p)), idx), di,
+                   reinterpret_cast<TI*>(t.idx + j));
+      } else {
+        hn::StoreU(O::accumulate(product, before), d, t.c + j);
+      }
+    }
+    for (std::int64_t j = whole; j < t.cols; ++j) {
+      const T product = reference::mul<S, T>(t.a[p], b[j]);
+      if constexpr (kArgmax) {
+        if (reference::better<S, T>(product, t.c[j])) {
+          t.c[j] = product;
+          t.idx[j] = static_cast<std::int32_t>(t.k0 + p);
+        }
+      } else {
+        t.c[j] = reference::add<S, T>(t.c[j], product);
+      }
+    }
+  }
+}
+
+/// The dot kernel (RowArgs, B stored transposed): per column j, B's row j against a's values, lane by lane
+/// (four accumulators), then the lanes folded and the last k past a whole vector taken with the reference's
+/// operations. The sum (max, min) of the lanes is the sum in any order (no NaN enters an accumulator); the
+/// argmax keeps each lane's first winner and then the smallest k among the lanes that reach the maximum.
+template <class S, class T, bool kArgmax>
+void RowDot(const RowArgs<T>& t) {
+  using TI = hwy::MakeSigned<T>;
+  using O = Ops<S, hn::ScalableTag<T>>;
+  const hn::ScalableTag<T> d;
+  const hn::Rebind<TI, decltype(d)> di;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  constexpr int kAcc = kArgmax ? 1 : 4;
+  const std::int64_t whole = t.kc / (kAcc * lanes) * (kAcc * lanes);
+  const auto zero = hn::Set(d, reference::zero<S, T>());
+  alignas(64) T values[HWY_MAX_BYTES / sizeof(T)];
+  alignas(64) TI winners[HWY_MAX_BYTES / sizeof(T)];
+  for (std::int64_t j = 0; j < t.cols; ++j) {
+    const T* b = t.b + j * t.ldb;
+    hn::Vec<decltype(d)> acc[kAcc];
+    for (int u = 0; u < kAcc; ++u) acc[u] = zero;
+    auto won = hn::Set(di, TI{-1});
+    for (std::int64_t p = 0; p < whole; p += kAcc * lanes) {
+      for (int u = 0; u < kAcc; ++u) {
+        const std::int64_t q = p + u * lanes;
+        const auto product =
+            O::product(hn::LoadU(d, t.a + q), unpacked_value<S>(d, hn::LoadU(d, b + q)));
+        if constexpr (kArgmax) {
+          const auto better = O::improved(product, acc[u]);
+          acc[u] = hn::IfThenElse(better, product, acc[u]);
+          won = hn::IfThenElse(hn::RebindMask(di, better), hn::Iota(di, static_cast<TI>(t.k0 + q)), won);
+        } else {
+          acc[u] = O::accumulate(product, acc[u]);
+        }
+      }
+    }
+    for (int u = 1; u < kAcc; ++u) acc[0] = O::accumulate(acc[u], acc[0]);
+    hn::Store(acc[0], d, values);
+    T value = reference::zero<S, T>();
+    std::int64_t winner = -1;
+    if constexpr (kArgmax) {
+      hn::Store(won, di, winners);
+      for (std::int64_t l = 0; l < lanes; ++l) {
+        if (winners[l] < 0) continue;  // this lane never beat the zero
+        if (reference::better<S, T>(values[l], value) || (values[l] == value && winners[l] < winner)) {
+          value = values[l];
+          winner = winners[l];
+        }
+      }
+    } else {
+      for (std::int64_t l = 0; l < lanes; ++l) value = reference::add<S, T>(value, values[l]);
+    }
+    for (std::int64_t p = whole; p < t.kc; ++p) {
+      const T product = reference::mul<S, T>(t.a[p], b[p]);
+      if constexpr (kArgmax) {
+        if (reference::better<S, T>(product, value)) {
+          value = product;
+          winner = t.k0 + p;
+        }
+      } else {
+        value = reference::add<S, T>(value, product);
+      }
+    }
+    t.c[j] = value;
+    if constexpr (kArgmax) t.idx[j] = static_cast<std::int32_t>(winner);
+  }
+}
+
 template <class S, class T>
 void Fill(KernelSet<T>* out) {
   const hn::ScalableTag<T> d;
@@ -224,6 +345,13 @@ void Fill(KernelSet<T>* out) {
   out->gemm = &GemmTile<S, T, kRows, kVecs>;
   out->nr1 = kRowVecs * lanes;
   out->gemm1 = &GemmTile<S, T, 1, kRowVecs>;
+  if constexpr (S::kAdd != AddKind::kOr) {  // AndOr's bytes are 0 or 1 only once packed: it packs B
+    out->row = &RowUpdate<S, T, false>;
+    out->dot = &RowDot<S, T, false>;
+    // The row kernel keeps the winning k in lanes of the element's width: 4 bytes, as the argmax's int32.
+    if constexpr (sizeof(T) == 4) out->row_argmax = &RowUpdate<S, T, true>;
+    if constexpr (sizeof(T) >= 4) out->dot_argmax = &RowDot<S, T, true>;
+  }
   if constexpr (sizeof(T) >= 4) {  // a byte or a 16-bit lane cannot hold k: AndOr's and int16's argmax stay scalar
     out->mra = kArgRows;
     out->nra = kArgVecs * lanes;
