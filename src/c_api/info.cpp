@@ -1,5 +1,6 @@
 // The C ABI's queries: version, devices, the catalog, and warming kernels.
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "dispatch.hpp"
 #include "status.hpp"
 #include "tropical/cpu/gemm.hpp"
+#include "tropical/jit/nvrtc.hpp"
 #include "tropical/runtime.hpp"
 #include "tropical/tropical.h"
 
@@ -131,6 +133,16 @@ tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsig
       list.push_back(static_cast<tropical::catalog::KernelId>(ids[i]));
     }
     if (arch == 0) arch = tropical::device_arch(0);
+    // An arch NVRTC cannot target is the caller's mistake, named with the ones it can (as the CLI does), not
+    // NVRTC's raw complaint from every compile.
+    const std::vector<int> targets = tropical::jit::supported_archs();
+    if (std::find(targets.begin(), targets.end(), arch) == targets.end()) {
+      std::string names;
+      for (const int t : targets) names += (names.empty() ? "sm_" : ", sm_") + std::to_string(t);
+      throw tropical::c_api::Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
+                                     "tropical: sm_" + std::to_string(arch) + " is not a target of NVRTC " +
+                                         tropical::jit::nvrtc_version() + ", which compiles for " + names};
+    }
     const auto report = tropical::warm(arch, list, threads);
     if (compiled != nullptr) *compiled = report.compiled;
     if (ready != nullptr) *ready = report.ready;

@@ -115,6 +115,14 @@ def test_names_with_nul_bytes_and_ints_that_would_wrap_are_refused():
     assert tropical.cpu_threads() >= 1
 
 
+def test_an_arch_nvrtc_cannot_target_is_named_with_the_ones_it_can():
+    try:
+        with pytest.raises(tropical.InvalidArgument, match=r"sm_12 is not a target of NVRTC .*compiles for sm_\d+"):
+            tropical.warm(["tropical_gemm_maxplus_f32"], arch=12)
+    except tropical.Unavailable as e:
+        pytest.skip(f"no NVRTC here: {e}")
+
+
 def test_a_library_that_is_not_libtropical_is_unavailable(tmp_path):
     """TROPICAL_LIBRARY naming another shared library (here libc) raises Unavailable, not AttributeError."""
     code = "import tropical\ntry:\n    tropical.version()\nexcept tropical.Unavailable as e:\n    print('unavailable', e)"
