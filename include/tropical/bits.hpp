@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 
 /// Bit-packed boolean matrices and their AndOr products.
@@ -49,6 +51,25 @@ void unpack_bits(std::int64_t rows, std::int64_t k, const std::uint32_t* words, 
 /// bits_words(rows)), padding bits 0: turns B packed by rows into B^T packed by rows. Host memory.
 void transpose_bits(std::int64_t rows, std::int64_t cols, const std::uint32_t* in, std::int64_t ldin,
                     std::uint32_t* out, std::int64_t ldout);
+
+/// C = A AND-OR B on device memory (the catalog's AndOrBits kernel: binary tensor cores on sm_80 and newer,
+/// its quick tier on CUDA cores), queued on `stream` (nullptr: the device's default stream); the arguments of
+/// cpu::bits_gemm, every pointer on one device. Throws InvalidArgument (as cpu::bits_gemm, or operands on
+/// different devices or past their allocation), Unavailable (no driver, GPU or NVRTC), CompileError, CudaError.
+void bits_gemm(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
+               std::int64_t lda, const std::uint32_t* bt, std::int64_t ldb, void* c, std::int64_t ldc,
+               CUstream stream = nullptr);
+
+/// bits_gemm of every product of a batch (cpu::bits_gemm_batched's arguments) on device memory.
+void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
+                       std::int64_t lda, std::int64_t stride_a, const std::uint32_t* bt, std::int64_t ldb,
+                       std::int64_t stride_b, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+                       CUstream stream = nullptr);
+
+/// cpu::bits_closure on device memory: the squarings run on the GPU (two products a step, X X and its
+/// transpose X^T X^T, so that no transpose is needed), each compared with its operand on the host; waits for
+/// the device's work before it starts and returns when the closure is written. Throws as bits_gemm.
+std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld, CUstream stream = nullptr);
 
 }  // namespace tropical
 

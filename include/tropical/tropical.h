@@ -341,6 +341,22 @@ TROPICAL_API tropical_status tropical_cpu_bits_gemm_batched(tropical_bits_output
  * squarings into *iterations (may be NULL). */
 TROPICAL_API tropical_status tropical_cpu_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations);
 
+/** tropical_cpu_bits_gemm on device memory, queued on `stream`: binary tensor cores (sm_80 and newer). */
+TROPICAL_API tropical_status tropical_bits_gemm(tropical_bits_output output, int64_t m, int64_t n, int64_t k,
+                                                const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb,
+                                                void* c, int64_t ldc, void* stream);
+
+/** tropical_cpu_bits_gemm_batched on device memory, queued on `stream`. */
+TROPICAL_API tropical_status tropical_bits_gemm_batched(tropical_bits_output output, int64_t m, int64_t n, int64_t k,
+                                                        const uint32_t* a, int64_t lda, int64_t stride_a,
+                                                        const uint32_t* bt, int64_t ldb, int64_t stride_b, void* c,
+                                                        int64_t ldc, int64_t stride_c, int64_t batch, void* stream);
+
+/** tropical_cpu_bits_closure on device memory: the products on the GPU; waits for the device's work and returns
+ * when the closure is written. */
+TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations,
+                                                   void* stream);
+
 #ifdef __cplusplus
 }
 #endif
