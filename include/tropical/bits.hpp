@@ -26,8 +26,9 @@ namespace tropical {
 /// 32-bit words that hold k bits.
 constexpr std::int64_t bits_words(std::int64_t k) { return (k + 31) / 32; }
 
-/// The recommended leading dimension of rows of k bits: bits_words(k) rounded up to 8 words (256 bits).
-constexpr std::int64_t bits_ld(std::int64_t k) { return (bits_words(k) + 7) / 8 * 8; }
+/// The recommended leading dimension of rows of k bits: bits_words(k) rounded up to 8 words (256 bits), at
+/// least 8 (a leading dimension is never 0, even for k = 0).
+constexpr std::int64_t bits_ld(std::int64_t k) { return k <= 0 ? 8 : (bits_words(k) + 7) / 8 * 8; }
 
 /// The form of a packed product's C.
 enum class BitsOutput : int {

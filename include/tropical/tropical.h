@@ -310,7 +310,7 @@ typedef enum tropical_bits_output {
   TROPICAL_BITS_COUNTS = 2
 } tropical_bits_output;
 
-/** The recommended leading dimension, in 32-bit words, of packed rows of k bits (a multiple of 8); 0 if k < 0. */
+/** The recommended leading dimension, in 32-bit words, of packed rows of k bits (a multiple of 8, at least 8). */
 TROPICAL_API int64_t tropical_bits_ld(int64_t k);
 
 /** Packs rows x k bytes (host memory, lda bytes apart; non-zero is true) into words (ldw words apart). */

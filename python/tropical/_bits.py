@@ -40,10 +40,10 @@ def _fn(name):
 
 
 def bits_ld(k):
-    """Words per packed row of k bits: (k + 31) // 32 rounded up to a multiple of 8."""
+    """Words per packed row of k bits: (k + 31) // 32 rounded up to a multiple of 8, at least 8."""
     if k < 0:
         raise InvalidArgument(f"tropical: k = {k} is negative")
-    return (k + 255) // 256 * 8
+    return max(8, (k + 255) // 256 * 8)
 
 
 def _kind(x):

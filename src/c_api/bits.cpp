@@ -18,7 +18,7 @@ tropical::BitsOutput to_output(tropical_bits_output output) { return static_cast
 
 extern "C" {
 
-int64_t tropical_bits_ld(int64_t k) { return k < 0 ? 0 : tropical::bits_ld(k); }
+int64_t tropical_bits_ld(int64_t k) { return tropical::bits_ld(k); }
 
 tropical_status tropical_cpu_pack_bits(int64_t rows, int64_t k, const uint8_t* a, int64_t lda, uint32_t* words,
                                        int64_t ldw) {

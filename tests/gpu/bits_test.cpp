@@ -11,6 +11,7 @@
 
 #include "tropical/bits.hpp"
 #include "tropical/device_buffer.hpp"
+#include "tropical/jit/driver.hpp"
 
 namespace tropical {
 namespace {
@@ -27,13 +28,20 @@ std::vector<std::uint32_t> random_words(std::mt19937_64& rng, std::int64_t rows,
   return w;
 }
 
+class BitsGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!jit::driver::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
+  }
+};
+
 struct Case {
   std::int64_t m, n, k, batch, pad;
   double p;
   bool shared_b;
 };
 
-TEST(BitsGpu, products_equal_the_cpu_backend) {
+TEST_F(BitsGpu, products_equal_the_cpu_backend) {
   std::mt19937_64 rng(7);
   for (const Case& s : std::vector<Case>{{1, 1, 1, 1, 0, 0.5, false},
                                          {17, 33, 31, 1, 0, 0.5, false},
@@ -63,7 +71,7 @@ TEST(BitsGpu, products_equal_the_cpu_backend) {
   }
 }
 
-TEST(BitsGpu, closure_equals_the_cpu_closure) {
+TEST_F(BitsGpu, closure_equals_the_cpu_closure) {
   std::mt19937_64 rng(8);
   for (const auto& [n, degree] : std::vector<std::pair<std::int64_t, double>>{{1, 0.0}, {300, 1.5}, {2000, 1.2}}) {
     const std::int64_t ld = bits_ld(n);
