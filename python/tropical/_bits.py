@@ -75,13 +75,14 @@ def pack_bits(a):
         padded = np.zeros(a.shape[:-1] + (ld * 4,), dtype=np.uint8)
         padded[..., :packed.shape[-1]] = packed
         return padded.view("<u4").astype(np.uint32, copy=False)
+    if (a.numel() if kind == "torch" else a.size) == 0:  # k = 0 or no rows: nothing to reshape by rows
+        return _zeros(a, kind, tuple(a.shape[:-1]) + (ld,), "uint32")
     if kind == "torch":
         torch = sys.modules["torch"]
         lead = tuple(a.shape[:-1])
         flat = a.reshape(-1, k)
         out = torch.empty((flat.shape[0], ld), dtype=torch.int32, device=a.device)
-        weights = torch.bitwise_left_shift(torch.ones(32, dtype=torch.int64, device=a.device),
-                                           torch.arange(32, device=a.device))
+        weights = 2 ** torch.arange(32, dtype=torch.int64, device=a.device)
         for r0 in range(0, flat.shape[0], _chunk_rows(ld)):  # 64-bit temporaries of bounded size
             rows = flat[r0:r0 + _chunk_rows(ld)]
             bits = torch.zeros((rows.shape[0], ld * 32), dtype=torch.int64, device=a.device)
@@ -99,9 +100,22 @@ def pack_bits(a):
             rows = flat[r0:r0 + _chunk_rows(ld)]
             bits = cupy.zeros((rows.shape[0], ld * 32), dtype=cupy.uint32)
             bits[:, :k] = rows != 0
-            out[r0:r0 + rows.shape[0]] = cupy.bitwise_or.reduce(bits.reshape(rows.shape[0], ld, 32) << shifts,
-                                                                axis=-1)
+            # The 32 shifted bits of a word are distinct powers of two: their sum is their or.
+            words = (bits.reshape(rows.shape[0], ld, 32) << shifts).sum(axis=-1, dtype=cupy.uint64)
+            out[r0:r0 + rows.shape[0]] = words.astype(cupy.uint32)
         return out.reshape(lead + (ld,))
+
+
+def _zeros(like, kind, shape, dtype):
+    """Zeros of `shape` and element type `dtype` (uint32: int32 for torch) of like's kind, on like's device."""
+    if kind == "torch":
+        torch = sys.modules["torch"]
+        return torch.zeros(shape, dtype=torch.int32 if dtype == "uint32" else getattr(torch, dtype),
+                           device=like.device)
+    if kind == "cupy":
+        with like.device:
+            return sys.modules["cupy"].zeros(shape, dtype=dtype)
+    return sys.modules["numpy"].zeros(shape, dtype=dtype)
 
 
 def _chunk_rows(ld):
@@ -198,14 +212,7 @@ def bits_matmul(a, bt, k, *, out="bits"):
     cols = bits_ld(n) if out == "bits" else n
     shape = ((batch,) if a.ndim == 3 or bt.ndim == 3 else ()) + (m, cols)
     dtype = {"bits": "uint32", "bytes": "uint8", "counts": "int32"}[out]
-    if kind == "torch":
-        torch = sys.modules["torch"]
-        c = torch.zeros(shape, dtype=torch.int32 if dtype == "uint32" else getattr(torch, dtype), device=a.device)
-    elif kind == "cupy":
-        with a.device:
-            c = sys.modules["cupy"].zeros(shape, dtype=dtype)
-    else:
-        c = sys.modules["numpy"].zeros(shape, dtype=dtype)
+    c = _zeros(a, kind, shape, dtype)
     stride_a = m * a.shape[-1] if batch_a > 1 else 0
     stride_b = n * bt.shape[-1] if batch_b > 1 else 0
     args = [OUTPUTS[out], m, n, k, _ptr(a, kind), a.shape[-1], stride_a, _ptr(bt, kind), bt.shape[-1], stride_b,
