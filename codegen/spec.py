@@ -686,13 +686,15 @@ STRUCTURED_QUICK_TEMPLATE = {Semiring.COUNTING: COUNTING_QUICK_TEMPLATE,
 
 # A packed tiling: a block computes tile_m x tile_n of C, walking k by stage_words 32-bit words through shared
 # memory; tuned (mma): warps_m x warps_n warps, each (tile_m / warps_m) x (tile_n / warps_n) of m16n8 tensor-core
-# tiles, two stages; quick: threads of thread_m x thread_n elements, one stage. The tuned tile: 4 warps of
-# 64 x 64 (128 accumulators a thread), 512 bits a stage (32 KB of shared memory in two), 2 blocks per SM;
-# shared rows of 16 words, so that the 128-bit fragment loads of a quarter warp (two rows) hit 32 distinct
-# banks. Not yet measured on a GPU (bench/bits.py).
+# tiles, `stages` stages in a ring filled by cp.async; quick: threads of thread_m x thread_n elements, one stage.
+# The tuned tile: 8 warps of 32 x 64 (64 accumulators a thread), 512 bits a stage, 3 stages (48 KB, the static
+# limit), 1 block per SM: 170 registers and no spill as NVRTC builds it for sm_90 (ptxas -v). 4 warps of 64 x 64
+# at 2 blocks per SM (half the shared-memory reads per mma) spill 80 bytes at 255 registers; 8 warps of 32 x 64
+# at 2 blocks per SM spill 168 bytes at 128. Shared rows of 16 words, so that the 128-bit fragment loads of a
+# quarter warp (two rows) hit 32 distinct banks. Not yet measured on a GPU (bench/bits.py).
 BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m warps_n thread_m thread_n "
-                                  "min_blocks mma")
-BITS_TILE = BitsTile(128, 128, 16, 2, 2, 0, 0, 2, True)
+                                  "min_blocks mma stages", defaults=(1,))
+BITS_TILE = BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3)
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
 # The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (the issue
 # measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
@@ -716,4 +718,4 @@ def bits_launch(tile):
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile.tile_m, "tile_n": tile.tile_n,
             "smem_bytes": 0, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
-            "min_blocks": tile.min_blocks}
+            "min_blocks": tile.min_blocks, "stages": tile.stages}

@@ -62,6 +62,8 @@ TEST(Bits, both_tiers_equal_the_cpu_backend) {
   check(130, 129, 300, 1, 4, 0.1, 3);  // tiles cut at m and n, k past a stage, 128-bit loads
   check(70, 200, 513, 2, 3, 0.02, 4);  // a batch, two tiles along n, sparse
   check(20, 40, 0, 1, 1, 0.5, 5);    // k = 0: all false
+  check(40, 130, 3000, 2, 0, 0.002, 6);  // six stages around the ring of three, 128-bit copies, a batch
+  check(33, 70, 2500, 1, 1, 0.003, 7);   // five stages, words loaded one by one
 }
 
 }  // namespace
