@@ -5,8 +5,12 @@
 // (TROPICAL_TIERED=0). Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tropical/bits.hpp"
@@ -32,6 +36,12 @@ class BitsGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!jit::driver::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
+    // A cache of this process's own, never the user's, set before the library first reads it.
+    static const bool fresh = [] {
+      std::string pattern = (std::filesystem::temp_directory_path() / "tropical-bits-XXXXXX").string();
+      return setenv("TROPICAL_CACHE_DIR", mkdtemp(pattern.data()), 1) == 0;
+    }();
+    ASSERT_TRUE(fresh);
   }
 };
 
