@@ -76,32 +76,43 @@ std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld,
   std::vector<std::uint32_t> user(static_cast<std::size_t>(extent));
   detail::copy_to_host(user.data(), reinterpret_cast<CUdeviceptr>(words), user.size() * 4, device);
   const std::size_t size = static_cast<std::size_t>(n * lx);
-  std::vector<std::uint32_t> x(size, 0u), xt(size), y(size);
+  std::vector<std::uint32_t> x(size, 0u), xt(size);
   for (std::int64_t i = 0; i < n; ++i) {
     std::copy(user.begin() + i * ld, user.begin() + i * ld + w, x.begin() + i * lx);
     x[i * lx + w - 1] &= tail;
     x[i * lx + i / 32] |= 1u << (i % 32);
   }
   transpose_bits(n, n, x.data(), lx, xt.data(), lx);
+  std::int64_t reached = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < w; ++j) reached += __builtin_popcount(x[i * lx + j]);
+  }
   DeviceBuffer<std::uint32_t> dx(x, device), dxt(xt, device), dy(size, device), dyt(size, device);
+  // Reachability only grows (X holds I), so a square with as many pairs as its operand is the closure. The
+  // pairs of a square are counted on the GPU, as its product with a column of ones (witness counts: each
+  // row's pairs), so that only n counts cross to the host each step.
+  const DeviceBuffer<std::uint32_t> ones(std::vector<std::uint32_t>(static_cast<std::size_t>(lx), ~0u), device);
+  DeviceBuffer<std::int32_t> rows(static_cast<std::size_t>(n), device);
+  const auto pairs = [&](const std::uint32_t* p) {
+    bits_gemm(BitsOutput::kCounts, n, 1, n, p, lx, ones.get(), lx, rows.get(), 1, stream);
+    std::int64_t total = 0;
+    for (const std::int32_t r : rows.download(static_cast<std::size_t>(n))) total += r;
+    return total;
+  };
   std::uint32_t *px = dx.get(), *pxt = dxt.get(), *py = dy.get(), *pyt = dyt.get();
   std::int64_t iterations = 0;
   for (;;) {
     // Y = X X needs X's columns as rows (X^T); Y^T = X^T X^T, whose B^T is X: the pair stays square-able.
     bits_gemm(BitsOutput::kBits, n, n, n, px, lx, pxt, lx, py, lx, stream);
     ++iterations;
-    detail::copy_to_host(y.data(), reinterpret_cast<CUdeviceptr>(py), size * 4, device);
-    // Reachability only grows, so a square equal to its operand is the closure.
-    bool same = true;
-    for (std::int64_t i = 0; i < n && same; ++i) {
-      same = std::equal(y.begin() + i * lx, y.begin() + i * lx + w, x.begin() + i * lx);
-    }
-    if (same) break;
+    const std::int64_t now = pairs(py);
+    if (now == reached) break;
+    reached = now;
     bits_gemm(BitsOutput::kBits, n, n, n, pxt, lx, px, lx, pyt, lx, stream);
     std::swap(px, py);
     std::swap(pxt, pyt);
-    x.swap(y);
   }
+  detail::copy_to_host(x.data(), reinterpret_cast<CUdeviceptr>(px), size * 4, device);
   for (std::int64_t i = 0; i < n; ++i) std::copy(x.begin() + i * lx, x.begin() + i * lx + w, user.begin() + i * ld);
   detail::copy_to_device(reinterpret_cast<CUdeviceptr>(words), user.data(), user.size() * 4, device);
   return iterations;

@@ -68,7 +68,7 @@ void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::i
                        CUstream stream = nullptr);
 
 /// cpu::bits_closure on device memory: the squarings run on the GPU (two products a step, X X and its
-/// transpose X^T X^T, so that no transpose is needed), each compared with its operand on the host; waits for
+/// transpose X^T X^T, so that no transpose is needed), each square's pairs counted on the GPU and compared with its operand's; waits for
 /// the device's work before it starts and returns when the closure is written. Throws as bits_gemm.
 std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld, CUstream stream = nullptr);
 
