@@ -15,8 +15,8 @@ using detail::check_ld;
 using detail::check_pointer;
 using detail::check_size;
 
-void pack_bits(std::int64_t rows, std::int64_t k, const std::uint8_t* a, std::int64_t lda, std::uint32_t* words,
-               std::int64_t ldw) {
+void pack_bits(std::int64_t rows, std::int64_t k, const std::uint8_t* a, std::int64_t lda,
+               std::uint32_t* words, std::int64_t ldw) {
   check_size("rows", rows);
   check_size("k", k);
   check_ld("lda", lda, k);
@@ -35,12 +35,13 @@ void pack_bits(std::int64_t rows, std::int64_t k, const std::uint8_t* a, std::in
       for (std::int64_t b = 0; b < bits; ++b) word |= static_cast<std::uint32_t>(row[base + b] != 0) << b;
       out[w] = word;
     }
-    if (zeroed > used) std::memset(out + used, 0, static_cast<std::size_t>(zeroed - used) * sizeof(std::uint32_t));
+    if (zeroed > used)
+      std::memset(out + used, 0, static_cast<std::size_t>(zeroed - used) * sizeof(std::uint32_t));
   }
 }
 
-void unpack_bits(std::int64_t rows, std::int64_t k, const std::uint32_t* words, std::int64_t ldw, std::uint8_t* a,
-                 std::int64_t lda) {
+void unpack_bits(std::int64_t rows, std::int64_t k, const std::uint32_t* words, std::int64_t ldw,
+                 std::uint8_t* a, std::int64_t lda) {
   check_size("rows", rows);
   check_size("k", k);
   check_ld("ldw", ldw, bits_words(k));
@@ -66,7 +67,8 @@ void transpose_bits(std::int64_t rows, std::int64_t cols, const std::uint32_t* i
   check_extent("out", cols, ldout, bits_words(rows));
   check_pointer("in", in, rows == 0 || cols == 0);
   check_pointer("out", out, rows == 0 || cols == 0);
-  if (in == out && rows > 0 && cols > 0) throw InvalidArgument("tropical: transpose_bits: out is in (not in place)");
+  if (in == out && rows > 0 && cols > 0)
+    throw InvalidArgument("tropical: transpose_bits: out is in (not in place)");
   const std::int64_t out_words = bits_words(rows);
   for (std::int64_t j = 0; j < cols; ++j) {
     std::memset(out + j * ldout, 0, static_cast<std::size_t>(out_words) * sizeof(std::uint32_t));

@@ -16,14 +16,15 @@ namespace tropical::detail {
 
 /// Throws unless value >= 0.
 inline void check_size(const char* name, std::int64_t value) {
-  if (value < 0) throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(value) + " is negative");
+  if (value < 0)
+    throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(value) + " is negative");
 }
 
 /// Throws unless ld >= at_least (and ld >= 1).
 inline void check_ld(const char* name, std::int64_t ld, std::int64_t at_least) {
   if (ld < at_least || ld < 1) {
-    throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(ld) + " is smaller than " +
-                          std::to_string(at_least < 1 ? 1 : at_least));
+    throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(ld) +
+                          " is smaller than " + std::to_string(at_least < 1 ? 1 : at_least));
   }
 }
 
@@ -44,9 +45,12 @@ inline std::int64_t check_extent(const char* name, std::int64_t rows, std::int64
 /// Bytes of one element of C in the given output form; throws on an unknown form.
 inline std::int64_t bits_output_bytes(BitsOutput output) {
   switch (output) {
-    case BitsOutput::kBits: return 4;
-    case BitsOutput::kBytes: return 1;
-    case BitsOutput::kCounts: return 4;
+    case BitsOutput::kBits:
+      return 4;
+    case BitsOutput::kBytes:
+      return 1;
+    case BitsOutput::kCounts:
+      return 4;
   }
   throw InvalidArgument("tropical: output = " + std::to_string(static_cast<int>(output)) +
                         " is not one of bits (0), bytes (1), counts (2)");
@@ -59,10 +63,10 @@ inline std::int64_t bits_output_cols(BitsOutput output, std::int64_t n) {
 
 /// A batched packed product's shape, checked: sizes, leading dimensions, pointers, strides
 /// (an output stride must keep the products apart). Returns false where there is nothing to do.
-inline bool check_bits_product(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
-                               std::int64_t lda, std::int64_t stride_a, const void* bt, std::int64_t ldb,
-                               std::int64_t stride_b, const void* c, std::int64_t ldc, std::int64_t stride_c,
-                               std::int64_t batch) {
+inline bool check_bits_product(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k,
+                               const void* a, std::int64_t lda, std::int64_t stride_a, const void* bt,
+                               std::int64_t ldb, std::int64_t stride_b, const void* c, std::int64_t ldc,
+                               std::int64_t stride_c, std::int64_t batch) {
   bits_output_bytes(output);
   check_size("m", m);
   check_size("n", n);
@@ -82,7 +86,8 @@ inline bool check_bits_product(BitsOutput output, std::int64_t m, std::int64_t n
   check_pointer("c", c, empty);
   check_pointer("a", a, empty || k == 0);
   check_pointer("bt", bt, empty || k == 0);
-  if (stride_a < 0 || stride_b < 0) throw InvalidArgument("tropical: stride_a and stride_b must not be negative");
+  if (stride_a < 0 || stride_b < 0)
+    throw InvalidArgument("tropical: stride_a and stride_b must not be negative");
   if (batch > 1 && stride_c < ec) {
     throw InvalidArgument("tropical: stride_c = " + std::to_string(stride_c) + " would overlap products of " +
                           std::to_string(ec) + " elements");

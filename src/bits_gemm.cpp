@@ -17,25 +17,27 @@ namespace {
 constexpr catalog::KernelId kBitsKernel = catalog::KernelId::kGemmBitsB32;
 
 /// The bytes of `batch` matrices of `rows` x `cols` elements of elem_size bytes, rows ld apart.
-detail::Span bits_span(const char* name, const void* ptr, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                       std::int64_t stride, std::int64_t batch, std::size_t elem_size) {
+detail::Span bits_span(const char* name, const void* ptr, std::int64_t rows, std::int64_t cols,
+                       std::int64_t ld, std::int64_t stride, std::int64_t batch, std::size_t elem_size) {
   return detail::span(name, ptr, detail::Stored{rows, cols}, ld, stride, batch, elem_size);
 }
 
 }  // namespace
 
-void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
-                       std::int64_t lda, std::int64_t stride_a, const std::uint32_t* bt, std::int64_t ldb,
-                       std::int64_t stride_b, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
-                       CUstream stream) {
-  if (!detail::check_bits_product(output, m, n, k, a, lda, stride_a, bt, ldb, stride_b, c, ldc, stride_c, batch)) {
+void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::uint32_t* a, std::int64_t lda, std::int64_t stride_a,
+                       const std::uint32_t* bt, std::int64_t ldb, std::int64_t stride_b, void* c,
+                       std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, CUstream stream) {
+  if (!detail::check_bits_product(output, m, n, k, a, lda, stride_a, bt, ldb, stride_b, c, ldc, stride_c,
+                                  batch)) {
     return;
   }
   const std::size_t c_bytes = static_cast<std::size_t>(detail::bits_output_bytes(output));
   const std::int64_t words = bits_words(k);
   const detail::Span sa = bits_span("a", a, m, words, lda, stride_a, words > 0 ? batch : 0, 4);
   const detail::Span sb = bits_span("bt", bt, n, words, ldb, stride_b, words > 0 ? batch : 0, 4);
-  const detail::Span sc = bits_span("c", c, m, detail::bits_output_cols(output, n), ldc, stride_c, batch, c_bytes);
+  const detail::Span sc =
+      bits_span("c", c, m, detail::bits_output_cols(output, n), ldc, stride_c, batch, c_bytes);
   if (detail::overlap(sc, sa) || detail::overlap(sc, sb)) {
     throw InvalidArgument("tropical: bits_gemm's c shares memory with an input");
   }
@@ -48,8 +50,8 @@ void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::i
   const int device = devices.device(stream);
   const std::uint32_t *pa = a, *pb = bt;
   void* pc = c;
-  long long mm = m, nn = n, kk = k, la = lda, lb = ldb, lc = ldc, sta = stride_a, stb = stride_b, stc = stride_c,
-            nb = batch;
+  long long mm = m, nn = n, kk = k, la = lda, lb = ldb, lc = ldc, sta = stride_a, stb = stride_b,
+            stc = stride_c, nb = batch;
   int form = static_cast<int>(output);
   void* args[] = {&pa, &pb, &pc, &mm, &nn, &kk, &la, &lb, &lc, &form, &sta, &stb, &stc, &nb};
   detail::launch(kBitsKernel, device, extent, stream, args);
@@ -91,7 +93,8 @@ std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld,
   // Reachability only grows (X holds I), so a square with as many pairs as its operand is the closure. The
   // pairs of a square are counted on the GPU, as its product with a column of ones (witness counts: each
   // row's pairs), so that only n counts cross to the host each step.
-  const DeviceBuffer<std::uint32_t> ones(std::vector<std::uint32_t>(static_cast<std::size_t>(lx), ~0u), device);
+  const DeviceBuffer<std::uint32_t> ones(std::vector<std::uint32_t>(static_cast<std::size_t>(lx), ~0u),
+                                         device);
   DeviceBuffer<std::int32_t> rows(static_cast<std::size_t>(n), device);
   const auto pairs = [&](const std::uint32_t* p) {
     bits_gemm(BitsOutput::kCounts, n, 1, n, p, lx, ones.get(), lx, rows.get(), 1, stream);
@@ -113,7 +116,8 @@ std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld,
     std::swap(pxt, pyt);
   }
   detail::copy_to_host(x.data(), reinterpret_cast<CUdeviceptr>(px), size * 4, device);
-  for (std::int64_t i = 0; i < n; ++i) std::copy(x.begin() + i * lx, x.begin() + i * lx + w, user.begin() + i * ld);
+  for (std::int64_t i = 0; i < n; ++i)
+    std::copy(x.begin() + i * lx, x.begin() + i * lx + w, user.begin() + i * ld);
   detail::copy_to_device(reinterpret_cast<CUdeviceptr>(words), user.data(), user.size() * 4, device);
   return iterations;
 }

@@ -41,12 +41,12 @@ enum class BitsOutput : int {
 /// (ldw >= bits_words(k)); the padding bits of each row's last word and the words
 /// after it up to bits_ld(k) (when ldw allows) are written as 0. Host memory.
 /// Throws InvalidArgument on a negative size, a small leading dimension or a null pointer.
-void pack_bits(std::int64_t rows, std::int64_t k, const std::uint8_t* a, std::int64_t lda, std::uint32_t* words,
-               std::int64_t ldw);
+void pack_bits(std::int64_t rows, std::int64_t k, const std::uint8_t* a, std::int64_t lda,
+               std::uint32_t* words, std::int64_t ldw);
 
 /// Unpacks rows x k bits (words, ldw) into bytes 0/1 (a, lda >= k). Host memory. Throws as pack_bits.
-void unpack_bits(std::int64_t rows, std::int64_t k, const std::uint32_t* words, std::int64_t ldw, std::uint8_t* a,
-                 std::int64_t lda);
+void unpack_bits(std::int64_t rows, std::int64_t k, const std::uint32_t* words, std::int64_t ldw,
+                 std::uint8_t* a, std::int64_t lda);
 
 /// Writes the transpose of a packed rows x cols bit matrix (in, ldin) as cols x rows (out, ldout >=
 /// bits_words(rows)), padding bits 0: turns B packed by rows into B^T packed by rows. Host memory.
@@ -56,20 +56,23 @@ void transpose_bits(std::int64_t rows, std::int64_t cols, const std::uint32_t* i
 /// C = A AND-OR B on device memory (the catalog's AndOrBits kernel: binary tensor cores on sm_80 and newer,
 /// its quick tier on CUDA cores), queued on `stream` (nullptr: the device's default stream); the arguments of
 /// cpu::bits_gemm, every pointer on one device. Throws InvalidArgument (as cpu::bits_gemm, or operands on
-/// different devices or past their allocation), Unavailable (no driver, GPU or NVRTC), CompileError, CudaError.
+/// different devices or past their allocation), Unavailable (no driver, GPU or NVRTC), CompileError,
+/// CudaError.
 void bits_gemm(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
                std::int64_t lda, const std::uint32_t* bt, std::int64_t ldb, void* c, std::int64_t ldc,
                CUstream stream = nullptr);
 
 /// bits_gemm of every product of a batch (cpu::bits_gemm_batched's arguments) on device memory.
-void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
-                       std::int64_t lda, std::int64_t stride_a, const std::uint32_t* bt, std::int64_t ldb,
-                       std::int64_t stride_b, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::uint32_t* a, std::int64_t lda, std::int64_t stride_a,
+                       const std::uint32_t* bt, std::int64_t ldb, std::int64_t stride_b, void* c,
+                       std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
                        CUstream stream = nullptr);
 
 /// cpu::bits_closure on device memory: the squarings run on the GPU (two products a step, X X and its
-/// transpose X^T X^T, so that no transpose is needed), each square's pairs counted on the GPU and compared with its operand's; waits for
-/// the device's work before it starts and returns when the closure is written. Throws as bits_gemm.
+/// transpose X^T X^T, so that no transpose is needed), each square's pairs counted on the GPU and compared
+/// with its operand's; waits for the device's work before it starts and returns when the closure is
+/// written. Throws as bits_gemm.
 std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld, CUstream stream = nullptr);
 
 }  // namespace tropical
@@ -88,10 +91,10 @@ void bits_gemm(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k
 
 /// bits_gemm of every product of a batch: operand p starts p * its stride (words, or C's
 /// elements) after its base; stride_a or stride_b may be 0 (one operand for every product).
-void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
-                       std::int64_t lda, std::int64_t stride_a, const std::uint32_t* bt, std::int64_t ldb,
-                       std::int64_t stride_b, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
-                       int threads = 0);
+void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::uint32_t* a, std::int64_t lda, std::int64_t stride_a,
+                       const std::uint32_t* bt, std::int64_t ldb, std::int64_t stride_b, void* c,
+                       std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads = 0);
 
 /// Replaces the packed n x n adjacency matrix (words, ld) by its reflexive-transitive closure
 /// (bit (i, j) set iff j is reachable from i by a path of length >= 0) by repeated squaring

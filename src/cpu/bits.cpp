@@ -40,9 +40,11 @@ struct Panel {
 
   Panel(std::int64_t real_rows, std::int64_t k) {
     rows = (real_rows + kBitsTile - 1) / kBitsTile * kBitsTile;
-    words = std::max<std::int64_t>(kBitsRowPad, ((k + 63) / 64 + kBitsRowPad - 1) / kBitsRowPad * kBitsRowPad);
+    words =
+        std::max<std::int64_t>(kBitsRowPad, ((k + 63) / 64 + kBitsRowPad - 1) / kBitsRowPad * kBitsRowPad);
     const std::size_t n = static_cast<std::size_t>(rows * words);
-    data.reset(static_cast<std::uint64_t*>(::operator new[](n * sizeof(std::uint64_t), std::align_val_t{64})));
+    data.reset(
+        static_cast<std::uint64_t*>(::operator new[](n * sizeof(std::uint64_t), std::align_val_t{64})));
   }
   std::uint64_t* row(std::int64_t i) const { return data.get() + i * words; }
 };
@@ -94,10 +96,15 @@ void product_block(BitsOutput output, const Panel& a, const Panel& b, std::int64
           const std::int64_t row = i + r, col = j + s;
           switch (output) {
             case BitsOutput::kBits:
-              static_cast<std::uint32_t*>(c)[row * ldc + col / 32] |= static_cast<std::uint32_t>(v) << (col % 32);
+              static_cast<std::uint32_t*>(c)[row * ldc + col / 32] |= static_cast<std::uint32_t>(v)
+                                                                      << (col % 32);
               break;
-            case BitsOutput::kBytes: static_cast<std::uint8_t*>(c)[row * ldc + col] = static_cast<std::uint8_t>(v); break;
-            case BitsOutput::kCounts: static_cast<std::int32_t*>(c)[row * ldc + col] = static_cast<std::int32_t>(v); break;
+            case BitsOutput::kBytes:
+              static_cast<std::uint8_t*>(c)[row * ldc + col] = static_cast<std::uint8_t>(v);
+              break;
+            case BitsOutput::kCounts:
+              static_cast<std::int32_t*>(c)[row * ldc + col] = static_cast<std::int32_t>(v);
+              break;
           }
         }
       }
@@ -119,15 +126,17 @@ void product(BitsOutput output, std::int64_t m, std::int64_t n, const Panel& a, 
 }  // namespace
 
 void bits_gemm(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
-               std::int64_t lda, const std::uint32_t* bt, std::int64_t ldb, void* c, std::int64_t ldc, int threads) {
+               std::int64_t lda, const std::uint32_t* bt, std::int64_t ldb, void* c, std::int64_t ldc,
+               int threads) {
   bits_gemm_batched(output, m, n, k, a, lda, 0, bt, ldb, 0, c, ldc, 0, 1, threads);
 }
 
-void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k, const std::uint32_t* a,
-                       std::int64_t lda, std::int64_t stride_a, const std::uint32_t* bt, std::int64_t ldb,
-                       std::int64_t stride_b, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
-                       int threads) {
-  if (!tropical::detail::check_bits_product(output, m, n, k, a, lda, stride_a, bt, ldb, stride_b, c, ldc, stride_c, batch)) {
+void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::uint32_t* a, std::int64_t lda, std::int64_t stride_a,
+                       const std::uint32_t* bt, std::int64_t ldb, std::int64_t stride_b, void* c,
+                       std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads) {
+  if (!tropical::detail::check_bits_product(output, m, n, k, a, lda, stride_a, bt, ldb, stride_b, c, ldc,
+                                            stride_c, batch)) {
     return;
   }
   const int nt = detail::threads_for(threads);

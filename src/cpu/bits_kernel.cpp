@@ -8,7 +8,8 @@
 
 // The same target list as microkernel.cpp: the dispatch tables are indexed by its choice.
 #ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV)
+#define HWY_DISABLED_TARGETS \
+  (HWY_SSSE3 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_RVV)
 #endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/bits_kernel.cpp"
@@ -26,8 +27,8 @@ constexpr int kT = kBitsTile;
 // cannot change them.
 constexpr std::int64_t kAnyBlock = 64;
 
-void BitsTile(const std::uint64_t* a, const std::uint64_t* b, std::int64_t stride, std::int64_t words, bool count,
-              std::int64_t* out) {
+void BitsTile(const std::uint64_t* a, const std::uint64_t* b, std::int64_t stride, std::int64_t words,
+              bool count, std::int64_t* out) {
   const hn::ScalableTag<std::uint64_t> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   using V = hn::Vec<decltype(d)>;
@@ -45,7 +46,8 @@ void BitsTile(const std::uint64_t* a, const std::uint64_t* b, std::int64_t strid
       }
     }
     for (int r = 0; r < kT; ++r) {
-      for (int c = 0; c < kT; ++c) out[r * kT + c] = static_cast<std::int64_t>(hn::GetLane(hn::SumOfLanes(d, acc[r][c])));
+      for (int c = 0; c < kT; ++c)
+        out[r * kT + c] = static_cast<std::int64_t>(hn::GetLane(hn::SumOfLanes(d, acc[r][c])));
     }
     return;
   }

@@ -3,9 +3,9 @@
 // trips, and the closure against a breadth-first search from every vertex.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <random>
 #include <tuple>
@@ -89,11 +89,13 @@ TEST(Bits, transpose_turns_rows_into_columns) {
   }
 }
 
-/// Checks one product of every output form against the byte-wise reference (and counts against their definition).
+/// Checks one product of every output form against the byte-wise reference (and counts against their
+/// definition).
 void expect_products_equal_reference(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                                      double density, std::mt19937_64& rng, int threads) {
   const Bytes a = random_bytes(rng, batch * m * k, density), b = random_bytes(rng, batch * k * n, density);
-  const std::int64_t lda = bits_ld(k) + 1, ldb = std::max<std::int64_t>(1, bits_words(k) + (k % 3 == 0 ? 0 : 2));
+  const std::int64_t lda = bits_ld(k) + 1,
+                     ldb = std::max<std::int64_t>(1, bits_words(k) + (k % 3 == 0 ? 0 : 2));
   Words pa, pb;
   for (std::int64_t p = 0; p < batch; ++p) {
     const Bytes ap(a.begin() + p * m * k, a.begin() + (p + 1) * m * k);
@@ -108,8 +110,8 @@ void expect_products_equal_reference(std::int64_t m, std::int64_t n, std::int64_
   Words bits(static_cast<std::size_t>(batch * m * ldbits + 1), 0xffffffffu);
   Bytes bytes(static_cast<std::size_t>(batch * m * ldbytes + 1), 9);
   std::vector<std::int32_t> counts(static_cast<std::size_t>(batch * m * ldcounts + 1), -5);
-  cpu::bits_gemm_batched(BitsOutput::kBits, m, n, k, pa.data(), lda, m * lda, pb.data(), ldb, n * ldb, bits.data(),
-                         ldbits, m * ldbits, batch, threads);
+  cpu::bits_gemm_batched(BitsOutput::kBits, m, n, k, pa.data(), lda, m * lda, pb.data(), ldb, n * ldb,
+                         bits.data(), ldbits, m * ldbits, batch, threads);
   cpu::bits_gemm_batched(BitsOutput::kBytes, m, n, k, pa.data(), lda, m * lda, pb.data(), ldb, n * ldb,
                          bytes.data(), ldbytes, m * ldbytes, batch, threads);
   cpu::bits_gemm_batched(BitsOutput::kCounts, m, n, k, pa.data(), lda, m * lda, pb.data(), ldb, n * ldb,
@@ -122,9 +124,11 @@ void expect_products_equal_reference(std::int64_t m, std::int64_t n, std::int64_
       for (std::int64_t j = 0; j < n; ++j) {
         const std::uint32_t want = ref[i * n + j];
         std::int32_t count = 0;
-        for (std::int64_t q = 0; q < k; ++q) count += a[(p * m + i) * k + q] != 0 && b[(p * k + q) * n + j] != 0;
+        for (std::int64_t q = 0; q < k; ++q)
+          count += a[(p * m + i) * k + q] != 0 && b[(p * k + q) * n + j] != 0;
         const std::int64_t ci = p * m + i;
-        ASSERT_EQ((bits[ci * ldbits + j / 32] >> (j % 32)) & 1u, want) << m << "x" << n << "x" << k << " " << i << "," << j;
+        ASSERT_EQ((bits[ci * ldbits + j / 32] >> (j % 32)) & 1u, want)
+            << m << "x" << n << "x" << k << " " << i << "," << j;
         ASSERT_EQ(bytes[ci * ldbytes + j], want) << m << "x" << n << "x" << k << " " << i << "," << j;
         ASSERT_EQ(counts[ci * ldcounts + j], count) << m << "x" << n << "x" << k << " " << i << "," << j;
       }
@@ -141,9 +145,18 @@ void expect_products_equal_reference(std::int64_t m, std::int64_t n, std::int64_
 TEST(Bits, products_equal_the_byte_reference_on_odd_sizes) {
   std::mt19937_64 rng(3);
   int index = 0;
-  for (const auto& [m, n, k] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
-           {1, 1, 1}, {3, 5, 31}, {5, 3, 33}, {7, 9, 64}, {13, 33, 255}, {33, 13, 257}, {70, 65, 300},
-           {67, 290, 513}, {5, 6, 0}, {0, 4, 5}, {130, 270, 1000}}) {
+  for (const auto& [m, n, k] :
+       std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{{1, 1, 1},
+                                                                         {3, 5, 31},
+                                                                         {5, 3, 33},
+                                                                         {7, 9, 64},
+                                                                         {13, 33, 255},
+                                                                         {33, 13, 257},
+                                                                         {70, 65, 300},
+                                                                         {67, 290, 513},
+                                                                         {5, 6, 0},
+                                                                         {0, 4, 5},
+                                                                         {130, 270, 1000}}) {
     for (const double density : {0.02, 0.5}) {
       expect_products_equal_reference(m, n, k, 1, density, rng, index++ % 2 == 0 ? 0 : 2);
     }
@@ -166,9 +179,10 @@ TEST(Bits, a_shared_operand_has_stride_zero) {
     const Words w = pack(random_bytes(rng, n * k, 0.3), n, k, ld);
     b.insert(b.end(), w.begin(), w.begin() + n * ld);
   }
-  std::vector<std::int32_t> batched(static_cast<std::size_t>(batch * m * n)), single(static_cast<std::size_t>(m * n));
-  cpu::bits_gemm_batched(BitsOutput::kCounts, m, n, k, a.data(), ld, 0, b.data(), ld, n * ld, batched.data(), n,
-                         m * n, batch);
+  std::vector<std::int32_t> batched(static_cast<std::size_t>(batch * m * n)),
+      single(static_cast<std::size_t>(m * n));
+  cpu::bits_gemm_batched(BitsOutput::kCounts, m, n, k, a.data(), ld, 0, b.data(), ld, n * ld, batched.data(),
+                         n, m * n, batch);
   for (std::int64_t p = 0; p < batch; ++p) {
     cpu::bits_gemm(BitsOutput::kCounts, m, n, k, a.data(), ld, b.data() + p * n * ld, ld, single.data(), n);
     for (std::int64_t e = 0; e < m * n; ++e) ASSERT_EQ(batched[p * m * n + e], single[e]);
@@ -177,16 +191,21 @@ TEST(Bits, a_shared_operand_has_stride_zero) {
 
 TEST(Bits, bad_arguments_are_refused_before_writing) {
   Words a(64, 0), b(64, 0), c(64, 7);
-  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBits, 2, 2, 40, a.data(), 1, b.data(), 2, c.data(), 1), InvalidArgument);
-  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBits, -1, 2, 4, a.data(), 1, b.data(), 1, c.data(), 1), InvalidArgument);
-  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBytes, 2, 8, 4, a.data(), 1, b.data(), 1, c.data(), 4), InvalidArgument);
+  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBits, 2, 2, 40, a.data(), 1, b.data(), 2, c.data(), 1),
+               InvalidArgument);
+  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBits, -1, 2, 4, a.data(), 1, b.data(), 1, c.data(), 1),
+               InvalidArgument);
+  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kBytes, 2, 8, 4, a.data(), 1, b.data(), 1, c.data(), 4),
+               InvalidArgument);
   EXPECT_THROW(cpu::bits_gemm(static_cast<BitsOutput>(7), 2, 2, 4, a.data(), 1, b.data(), 1, c.data(), 2),
                InvalidArgument);
-  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kCounts, 2, 2, 4, nullptr, 1, b.data(), 1, c.data(), 2), InvalidArgument);
-  EXPECT_THROW(cpu::bits_gemm_batched(BitsOutput::kCounts, 2, 2, 4, a.data(), 1, 2, b.data(), 1, 2, c.data(), 2, 3,
-                                      2),
-               InvalidArgument);  // C's products would overlap
-  EXPECT_THROW(pack_bits(2, 40, reinterpret_cast<const std::uint8_t*>(a.data()), 40, c.data(), 1), InvalidArgument);
+  EXPECT_THROW(cpu::bits_gemm(BitsOutput::kCounts, 2, 2, 4, nullptr, 1, b.data(), 1, c.data(), 2),
+               InvalidArgument);
+  EXPECT_THROW(
+      cpu::bits_gemm_batched(BitsOutput::kCounts, 2, 2, 4, a.data(), 1, 2, b.data(), 1, 2, c.data(), 2, 3, 2),
+      InvalidArgument);  // C's products would overlap
+  EXPECT_THROW(pack_bits(2, 40, reinterpret_cast<const std::uint8_t*>(a.data()), 40, c.data(), 1),
+               InvalidArgument);
   for (const std::uint32_t w : c) ASSERT_EQ(w, 7u);
 }
 

@@ -20,8 +20,8 @@
 namespace tropical {
 namespace {
 
-std::vector<std::uint32_t> random_words(std::mt19937_64& rng, std::int64_t rows, std::int64_t k, std::int64_t ld,
-                                        double p) {
+std::vector<std::uint32_t> random_words(std::mt19937_64& rng, std::int64_t rows, std::int64_t k,
+                                        std::int64_t ld, double p) {
   std::bernoulli_distribution bit(p);
   std::vector<std::uint32_t> w(static_cast<std::size_t>(rows * ld + 4), ~0u);  // padding bits set: never read
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -68,22 +68,25 @@ TEST_F(BitsGpu, products_equal_the_cpu_backend) {
     const DeviceBuffer<std::uint32_t> da(a), db(b);
     for (const BitsOutput output : {BitsOutput::kBits, BitsOutput::kBytes, BitsOutput::kCounts}) {
       const std::int64_t ldc = output == BitsOutput::kBits ? bits_words(s.n) + 1 : s.n + 3, sc = s.m * ldc;
-      const std::size_t bytes = static_cast<std::size_t>(s.batch * sc) * (output == BitsOutput::kBytes ? 1 : 4);
+      const std::size_t bytes =
+          static_cast<std::size_t>(s.batch * sc) * (output == BitsOutput::kBytes ? 1 : 4);
       std::vector<std::uint8_t> want(bytes + 16, 0x5a);
-      cpu::bits_gemm_batched(output, s.m, s.n, s.k, a.data(), lda, sa, b.data(), ldb, sb, want.data(), ldc, sc,
-                             s.batch);
+      cpu::bits_gemm_batched(output, s.m, s.n, s.k, a.data(), lda, sa, b.data(), ldb, sb, want.data(), ldc,
+                             sc, s.batch);
       DeviceBuffer<std::uint8_t> dc(want.size());
       dc.upload(std::vector<std::uint8_t>(want.size(), 0x5a));
-      bits_gemm_batched(output, s.m, s.n, s.k, da.get(), lda, sa, db.get(), ldb, sb, dc.get(), ldc, sc, s.batch);
-      EXPECT_EQ(dc.download(want.size()), want)
-          << "output " << static_cast<int>(output) << ", " << s.m << "x" << s.n << "x" << s.k << " batch " << s.batch;
+      bits_gemm_batched(output, s.m, s.n, s.k, da.get(), lda, sa, db.get(), ldb, sb, dc.get(), ldc, sc,
+                        s.batch);
+      EXPECT_EQ(dc.download(want.size()), want) << "output " << static_cast<int>(output) << ", " << s.m << "x"
+                                                << s.n << "x" << s.k << " batch " << s.batch;
     }
   }
 }
 
 TEST_F(BitsGpu, closure_equals_the_cpu_closure) {
   std::mt19937_64 rng(8);
-  for (const auto& [n, degree] : std::vector<std::pair<std::int64_t, double>>{{1, 0.0}, {300, 1.5}, {2000, 1.2}}) {
+  for (const auto& [n, degree] :
+       std::vector<std::pair<std::int64_t, double>>{{1, 0.0}, {300, 1.5}, {2000, 1.2}}) {
     const std::int64_t ld = bits_ld(n);
     auto words = random_words(rng, n, n, ld, degree / static_cast<double>(n));
     DeviceBuffer<std::uint32_t> dw(words);
