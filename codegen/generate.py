@@ -59,7 +59,7 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     quick = tier == spec.Tier.QUICK
     template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
     if s in spec.STRUCTURED_SEMIRINGS:
-        template_name = (spec.COUNTING_QUICK_TEMPLATE if quick else spec.COUNTING_TEMPLATE)[kernel.op]
+        template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
     return env.get_template(template_name).render(
         template_name=template_name,
         k=kernel,
@@ -134,10 +134,13 @@ def header_context(kernels):
     # Every semiring tag, scalar or structured, in the enum's order (the kernel table's index).
     semiring_tags = [spec.SEMIRING_TAG[s] for s in spec.Semiring]
     structured = [{"tag": spec.SEMIRING_TAG[s], "short": s.value, "doc": spec.SEMIRING_DOC[s],
-                   "concept": spec.STRUCTURED_CONCEPT[s], "types": [spec.TYPE_HOST[t] for t in spec.SEMIRING_TYPES[s]]}
+                   "concept": spec.STRUCTURED_CONCEPT[s], "why": spec.STRUCTURED_WHY[s][0],
+                   "header": spec.STRUCTURED_WHY[s][1], "elements": spec.STRUCTURED_WHY[s][2], "types": [spec.TYPE_HOST[t] for t in spec.SEMIRING_TYPES[s]]}
                   for s in spec.STRUCTURED_SEMIRINGS]
     ops = [{"enum": spec.OP_ENUM[o], "short": o.value} for o in spec.Op]
-    types = [{"host": spec.TYPE_HOST[t], "short": t.value} for t in spec.Type]
+    # element: a type of a scalar semiring (the Element concept); packed words are BITS's alone.
+    scalar_types = {t for s in spec.Semiring if s not in spec.STRUCTURED_SEMIRINGS for t in spec.SEMIRING_TYPES[s]}
+    types = [{"host": spec.TYPE_HOST[t], "short": t.value, "element": t in scalar_types} for t in spec.Type]
     pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]
              if s not in spec.STRUCTURED_SEMIRINGS]
     defaults = [k for k in kernels if not k.variant]

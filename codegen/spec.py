@@ -19,6 +19,8 @@ class Semiring(enum.Enum):
     ANDOR = "andor"
     # CountingTropical (values with counts, stored as two arrays): see COUNTING below.
     COUNTING = "counting"
+    # AndOr on bit-packed words (tropical/bits.hpp): see BITS below.
+    BITS = "bits"
 
 
 class Type(enum.Enum):
@@ -28,6 +30,7 @@ class Type(enum.Enum):
     I64 = "i64"
     U8 = "u8"
     I16 = "i16"
+    B32 = "b32"  # 32 booleans packed in a word (Semiring.BITS only)
 
 
 class Op(enum.Enum):
@@ -50,6 +53,7 @@ SEMIRING_TAG = {
     Semiring.MINMAX: "MinMax",
     Semiring.ANDOR: "AndOr",
     Semiring.COUNTING: "CountingTropical",
+    Semiring.BITS: "AndOrBits",
 }
 
 # The semiring's addition: "max", "min" or "or". The winner of a reduction is
@@ -63,6 +67,7 @@ SEMIRING_ADD = {
     Semiring.MINMAX: "min",
     Semiring.ANDOR: "or",
     Semiring.COUNTING: "max",
+    Semiring.BITS: "or",
 }
 
 # The semiring's multiplication: "add", "mul", "min", "max" or "and".
@@ -74,6 +79,7 @@ SEMIRING_MUL = {
     Semiring.MINMAX: "max",
     Semiring.ANDOR: "and",
     Semiring.COUNTING: "add",
+    Semiring.BITS: "and",
 }
 
 # The additive identity (zero) and multiplicative identity (one), as names of
@@ -87,6 +93,7 @@ SEMIRING_ZERO = {
     Semiring.MINMAX: "highest",
     Semiring.ANDOR: "zero",
     Semiring.COUNTING: "lowest",
+    Semiring.BITS: "zero",
 }
 SEMIRING_ONE = {
     Semiring.MAXPLUS: "zero",
@@ -96,6 +103,7 @@ SEMIRING_ONE = {
     Semiring.MINMAX: "lowest",
     Semiring.ANDOR: "one",
     Semiring.COUNTING: "zero",
+    Semiring.BITS: "one",
 }
 
 SEMIRING_DOC = {
@@ -107,6 +115,8 @@ SEMIRING_DOC = {
     Semiring.ANDOR: "(or, and) over bytes, zero false (0), one true (1); any non-zero byte is true, results are 0 or 1",
     Semiring.COUNTING: ("CountingTropical: (value, count) elements, (max, +) on values with the counts of tied "
                         "maxima added, products multiply counts; zero (-inf, 0), one (0, 1)"),
+    Semiring.BITS: ("(or, and) over bit-packed booleans (tropical/bits.hpp): A packed by rows, B by columns, C as "
+                    "packed bits, bytes or int32 witness counts"),
 }
 
 # The element types each semiring is generated for.
@@ -122,6 +132,7 @@ SEMIRING_TYPES = {
     Semiring.MINMAX: NUMBER_TYPES + [Type.I16],
     Semiring.ANDOR: [Type.U8],
     Semiring.COUNTING: [Type.F32, Type.F64],
+    Semiring.BITS: [Type.B32],
 }
 
 # Spelling of each element type in a fragment (NVRTC, no system headers) and
@@ -133,6 +144,7 @@ TYPE_DEVICE = {
     Type.I64: "long long",
     Type.U8: "unsigned char",
     Type.I16: "short",
+    Type.B32: "unsigned",
 }
 TYPE_HOST = {
     Type.F32: "float",
@@ -141,8 +153,10 @@ TYPE_HOST = {
     Type.I64: "std::int64_t",
     Type.U8: "std::uint8_t",
     Type.I16: "std::int16_t",
+    Type.B32: "std::uint32_t",
 }
-TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False, Type.U8: False, Type.I16: False}
+TYPE_IS_FLOAT = {Type.F32: True, Type.F64: True, Type.I32: False, Type.I64: False, Type.U8: False, Type.I16: False,
+                 Type.B32: False}
 
 # C++ enumerator of each operation (tropical::Op::kGemm, ...).
 OP_ENUM = {
@@ -177,7 +191,7 @@ def exists(op, semiring, type_):
     if type_ not in SEMIRING_TYPES[semiring]:
         return False
     if semiring in STRUCTURED_SEMIRINGS:
-        return op in STRUCTURED_OPS
+        return op in STRUCTURED_OPS_OF.get(semiring, STRUCTURED_OPS)
     if op in BACKWARD_OPS:
         return semiring in BACKWARD_SEMIRINGS and type_ in BACKWARD_TYPES
     return True
@@ -252,6 +266,7 @@ TYPE_LOWEST = {
     Type.I64: "(-9223372036854775807LL - 1)",
     Type.U8: "(unsigned char)0",
     Type.I16: "(short)(-32767 - 1)",
+    Type.B32: "0u",
 }
 TYPE_HIGHEST = {
     Type.F32: "__int_as_float(0x7f800000)",
@@ -260,6 +275,7 @@ TYPE_HIGHEST = {
     Type.I64: "9223372036854775807LL",
     Type.U8: "(unsigned char)255",
     Type.I16: "(short)32767",
+    Type.B32: "0xffffffffu",
 }
 # IEEE maximum/minimum: a NaN operand is ignored unless both are NaN.
 TYPE_FMAX = {Type.F32: "fmaxf", Type.F64: "fmax"}
@@ -269,8 +285,8 @@ TYPE_FMIN = {Type.F32: "fminf", Type.F64: "fmin"}
 # Bytes of one element, and of the vector (global and shared-memory accesses)
 # a tile uses unless it says otherwise: 16 bytes; bytes (AndOr) use 4-byte
 # vectors so that a thread tile of 8 x 8 stays whole vectors.
-TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8, Type.U8: 1, Type.I16: 2}
-TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U8: 4, Type.I16: 16}
+TYPE_BYTES = {Type.F32: 4, Type.F64: 8, Type.I32: 4, Type.I64: 8, Type.U8: 1, Type.I16: 2, Type.B32: 4}
+TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U8: 4, Type.I16: 16, Type.B32: 16}
 
 # A tiling of a product: each block computes a tile_m x tile_n tile of C,
 # walking k in steps of tile_k through double-buffered shared memory; each of
@@ -395,6 +411,8 @@ def launch(kernel):
     block computes (rows x cols). The host API derives the grid from it. Tiled
     kernels also get the k step, the thread tile, the vector width in elements
     and the residency they are fitted to."""
+    if kernel.semiring == Semiring.BITS:
+        return bits_launch(BITS_TILE)
     if kernel.op in (Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED):
         # One thread per row of dA / column of dB; grid x covers them, z the batch.
         threads = BACKWARD_BATCHED_THREADS
@@ -506,6 +524,8 @@ QUICK_OP_FACTOR = {Op.GEMM_ARGMAX: 0.35, Op.GEMM_BATCHED_ARGMAX: 0.35}
 
 def quick_macs_per_ns(kernel):
     """The cost model's expected rate of a kernel's quick fragment, MACs per ns."""
+    if kernel.semiring == Semiring.BITS:
+        return BITS_QUICK_MACS_PER_NS
     if kernel.semiring in STRUCTURED_SEMIRINGS:
         return QUICK_MACS_PER_NS[kernel.type] * COUNTING_QUICK_FACTOR
     return QUICK_MACS_PER_NS[kernel.type] * QUICK_OP_FACTOR.get(kernel.op, 1.0)
@@ -548,6 +568,8 @@ def quick_name(kernel):
 def quick_launch(kernel):
     """Launch geometry of a kernel's quick fragment (same keys as launch()),
     or None for a kernel with one tier."""
+    if kernel.semiring == Semiring.BITS:
+        return bits_launch(BITS_QUICK_TILE)
     tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
     if tiles is None:
         return None
@@ -622,6 +644,9 @@ QUICK_TILES[Op.GEMM_BATCHED][Type.I16] = (32, 32, 16, 2, 2, 1)
 STRUCTURED_SEMIRINGS = (Semiring.COUNTING,)
 STRUCTURED_OPS = (Op.GEMM, Op.GEMM_BATCHED)
 STRUCTURED_CONCEPT = {Semiring.COUNTING: "CountingElement"}  # the C++ concept of its element types
+# Why a structured semiring has calls of its own, the header that has them, and what its element types are of.
+STRUCTURED_WHY = {Semiring.COUNTING: ("its elements are two arrays (values and counts)", "tropical/counting.hpp",
+                                      "of values and counts alike")}
 COUNTING_TEMPLATE = {Op.GEMM: "gemm_counting.cu.j2", Op.GEMM_BATCHED: "gemm_counting.cu.j2"}
 COUNTING_QUICK_TEMPLATE = {Op.GEMM: "gemm_counting_quick.cu.j2", Op.GEMM_BATCHED: "gemm_counting_quick.cu.j2"}
 
@@ -642,3 +667,55 @@ COUNTING_QUICK_TILES = {
 # The quick counting kernel takes about 6 instructions per product (value,
 # count, compare, select) against MaxPlus's 2: a third of the type's rate.
 COUNTING_QUICK_FACTOR = 0.3
+
+# ---------------------------------------------------------------- bit-packed booleans
+# AndOr on packed 32-bit words (include/tropical/bits.hpp: A packed by rows, B by columns, k along the words;
+# C as packed bits, bytes or int32 witness counts, one kernel with the form as an argument). One op, gemm,
+# which takes a batch (grid z walks it; a single product is a batch of one). The tuned tile runs the binary
+# tensor cores (templates/bits_gemm.cu.j2: mma.sync m16n8k256 .b1 .and.popc, sm_80 and newer; never
+# .xor.popc, which sm_90 emulates), the quick tile CUDA cores (32-bit and + popc, bits_gemm_quick.cu.j2).
+# Their own templates and launcher (src/bits_gemm.cpp), as CountingTropical's.
+STRUCTURED_SEMIRINGS = STRUCTURED_SEMIRINGS + (Semiring.BITS,)
+STRUCTURED_OPS_OF = {Semiring.BITS: (Op.GEMM,)}
+STRUCTURED_CONCEPT[Semiring.BITS] = "BitsWord"
+STRUCTURED_WHY[Semiring.BITS] = ("its elements are bits packed 32 to a word", "tropical/bits.hpp",
+                                 "the words of packed rows")
+STRUCTURED_TEMPLATE = {Semiring.COUNTING: COUNTING_TEMPLATE, Semiring.BITS: {Op.GEMM: "bits_gemm.cu.j2"}}
+STRUCTURED_QUICK_TEMPLATE = {Semiring.COUNTING: COUNTING_QUICK_TEMPLATE,
+                             Semiring.BITS: {Op.GEMM: "bits_gemm_quick.cu.j2"}}
+
+# A packed tiling: a block computes tile_m x tile_n of C, walking k by stage_words 32-bit words through shared
+# memory; tuned (mma): warps_m x warps_n warps, each (tile_m / warps_m) x (tile_n / warps_n) of m16n8 tensor-core
+# tiles, `stages` stages in a ring filled by cp.async; quick: threads of thread_m x thread_n elements, one stage.
+# The tuned tile: 8 warps of 32 x 64 (64 accumulators a thread), 512 bits a stage, 3 stages (48 KB, the static
+# limit), 1 block per SM: 170 registers and no spill as NVRTC builds it for sm_90 (ptxas -v). 4 warps of 64 x 64
+# at 2 blocks per SM (half the shared-memory reads per mma) spill 80 bytes at 255 registers; 8 warps of 32 x 64
+# at 2 blocks per SM spill 168 bytes at 128. Shared rows of 16 words, so that the 128-bit fragment loads of a
+# quarter warp (two rows) hit 32 distinct banks. Not yet measured on a GPU (bench/bits.py).
+BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m warps_n thread_m thread_n "
+                                  "min_blocks mma stages", defaults=(1,))
+BITS_TILE = BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3)
+BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
+# The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (the issue
+# measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
+BITS_QUICK_MACS_PER_NS = 100000.0
+
+
+def bits_launch(tile):
+    """Launch geometry of a packed tile (the keys its fragment and catalog_tiers.hpp read)."""
+    if tile.mma:
+        assert tile.stage_words == 16 and tile.tile_m % (16 * tile.warps_m) == 0, tile
+        assert tile.tile_n % (32 * tile.warps_n) == 0, tile  # a warp's columns are whole words of packed C
+        block_x, block_y = 32 * tile.warps_m * tile.warps_n, 1
+    else:
+        block_x, block_y = tile.tile_n // tile.thread_n, tile.tile_m // tile.thread_m
+    threads = block_x * block_y
+    # Whole words of packed C per block; every thread stages whole 128-bit vectors (mma) or words.
+    assert threads % 32 == 0 and tile.tile_n % 32 == 0, tile
+    per = 4 if tile.mma else 1
+    assert (tile.tile_m * tile.stage_words) % (per * threads) == 0, tile
+    assert (tile.tile_n * tile.stage_words) % (per * threads) == 0, tile
+    return {"block_x": block_x, "block_y": block_y, "tile_m": tile.tile_m, "tile_n": tile.tile_n,
+            "smem_bytes": 0, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
+            "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
+            "min_blocks": tile.min_blocks, "stages": tile.stages}

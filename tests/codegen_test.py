@@ -255,6 +255,18 @@ class CodegenTest(unittest.TestCase):
                       self.header)
         self.assertNotIn("Pair<CountingTropical", self.header)
 
+    def test_packed_andor_kernels_use_and_popc_tensor_cores(self):
+        names = {k.name for k in spec.catalog()}
+        self.assertEqual(sorted(n for n in names if "_bits_" in n), ["tropical_gemm_bits_b32"])
+        tuned, quick = self.fragment("tropical_gemm_bits_b32"), self.fragment("tropical_gemm_bits_b32_quick")
+        self.assertIn("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc", tuned)
+        for text in (tuned, quick):
+            self.assertNotIn(".xor.popc", text)  # emulated on sm_90
+            self.assertIn("int output, long long stride_a", text)
+        self.assertIn("__popc(ra[i] & rb[j])", quick)
+        self.assertIn("concept BitsWord = std::is_same_v<T, std::uint32_t>;", self.header)
+        self.assertNotIn("std::is_same_v<T, std::uint32_t> ||", self.header)  # not an Element of the scalar semirings
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -303,6 +303,65 @@ TROPICAL_API tropical_status tropical_cpu_counting_gemm_batched(
     const void* b_counts, int64_t ldb_counts, int64_t stride_b_counts, void* c_values, int64_t ldc_values,
     int64_t stride_c_values, void* c_counts, int64_t ldc_counts, int64_t stride_c_counts, int64_t batch);
 
+/* Bit-packed booleans (tropical/bits.hpp states the layout): a rows x k boolean matrix as rows of 32-bit
+ * words, element (i, j) bit j % 32 of word i * ld + j / 32, ld in words >= (k + 31) / 32 (recommended:
+ * tropical_bits_ld(k), a multiple of 8 words); padding bits are never read. Products take A (m x k) packed by
+ * rows and B as B^T (n x k) packed by rows, and give C(i, j) = OR_k A(i, k) AND B(k, j) in one of three forms. */
+
+/** The form of a packed product's C: packed bits (ldc in words), bytes 0/1 (ldc in bytes), int32 witness counts. */
+typedef enum tropical_bits_output {
+  TROPICAL_BITS_PACKED = 0,
+  TROPICAL_BITS_BYTES = 1,
+  TROPICAL_BITS_COUNTS = 2
+} tropical_bits_output;
+
+/** The recommended leading dimension, in 32-bit words, of packed rows of k bits (a multiple of 8, at least 8). */
+TROPICAL_API int64_t tropical_bits_ld(int64_t k);
+
+/** Packs rows x k bytes (host memory, lda bytes apart; non-zero is true) into words (ldw words apart). */
+TROPICAL_API tropical_status tropical_cpu_pack_bits(int64_t rows, int64_t k, const uint8_t* a, int64_t lda,
+                                                    uint32_t* words, int64_t ldw);
+
+/** Unpacks rows x k bits (host memory) into bytes 0/1. */
+TROPICAL_API tropical_status tropical_cpu_unpack_bits(int64_t rows, int64_t k, const uint32_t* words, int64_t ldw,
+                                                      uint8_t* a, int64_t lda);
+
+/** Writes the transpose (cols x rows, ldout words) of a packed rows x cols matrix (host memory). */
+TROPICAL_API tropical_status tropical_cpu_transpose_bits(int64_t rows, int64_t cols, const uint32_t* in,
+                                                         int64_t ldin, uint32_t* out, int64_t ldout);
+
+/** C = A AND-OR B on host memory, A packed by rows (lda words), bt = B^T packed by rows (ldb words). */
+TROPICAL_API tropical_status tropical_cpu_bits_gemm(tropical_bits_output output, int64_t m, int64_t n, int64_t k,
+                                                    const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb,
+                                                    void* c, int64_t ldc);
+
+/** tropical_cpu_bits_gemm of every product of a batch (strides in words, C's in its elements). */
+TROPICAL_API tropical_status tropical_cpu_bits_gemm_batched(tropical_bits_output output, int64_t m, int64_t n,
+                                                            int64_t k, const uint32_t* a, int64_t lda,
+                                                            int64_t stride_a, const uint32_t* bt, int64_t ldb,
+                                                            int64_t stride_b, void* c, int64_t ldc, int64_t stride_c,
+                                                            int64_t batch);
+
+/** Replaces the packed n x n adjacency matrix (host memory) by its reflexive-transitive closure; the number of
+ * squarings into *iterations (may be NULL). */
+TROPICAL_API tropical_status tropical_cpu_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations);
+
+/** tropical_cpu_bits_gemm on device memory, queued on `stream`: binary tensor cores (sm_80 and newer). */
+TROPICAL_API tropical_status tropical_bits_gemm(tropical_bits_output output, int64_t m, int64_t n, int64_t k,
+                                                const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb,
+                                                void* c, int64_t ldc, void* stream);
+
+/** tropical_cpu_bits_gemm_batched on device memory, queued on `stream`. */
+TROPICAL_API tropical_status tropical_bits_gemm_batched(tropical_bits_output output, int64_t m, int64_t n, int64_t k,
+                                                        const uint32_t* a, int64_t lda, int64_t stride_a,
+                                                        const uint32_t* bt, int64_t ldb, int64_t stride_b, void* c,
+                                                        int64_t ldc, int64_t stride_c, int64_t batch, void* stream);
+
+/** tropical_cpu_bits_closure on device memory: the products on the GPU; waits for the device's work and returns
+ * when the closure is written. */
+TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations,
+                                                   void* stream);
+
 #ifdef __cplusplus
 }
 #endif

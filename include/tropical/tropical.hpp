@@ -2,6 +2,7 @@
 
 /// Everything a program needs: semiring tags, the typed products, the CPU
 /// reference, warm-up and statistics.
+#include "tropical/bits.hpp"
 #include "tropical/catalog.hpp"
 #include "tropical/counting.hpp"
 #include "tropical/device_buffer.hpp"

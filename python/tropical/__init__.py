@@ -13,6 +13,7 @@ framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with th
 
 from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
                       Unavailable)
+from ._bits import bits_ld, bits_matmul, closure, pack_bits, unpack_bits
 from ._counting import counting_matmul
 from ._einsum import TreeSA, counting_einsum, einsum, einsum_argmax, einsum_path
 from ._ops import backward_a, backward_b, matmul, matmul_argmax
@@ -24,4 +25,5 @@ SEMIRINGS = ("maxplus", "minplus", "maxmul", "maxmin", "minmax", "andor")
 __all__ = ["matmul", "matmul_argmax", "counting_matmul", "backward_a", "backward_b", "warm", "version", "abi_version",
            "device_count", "has_kernel", "kernels", "cpu_isa", "cpu_threads", "set_cpu_threads", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
            "CompileError", "CudaError", "NotInCatalog", "OutOfMemory", "InternalError",
-           "einsum", "einsum_argmax", "counting_einsum", "einsum_path", "TreeSA"]
+           "einsum", "einsum_argmax", "counting_einsum", "einsum_path", "TreeSA",
+           "pack_bits", "unpack_bits", "bits_ld", "bits_matmul", "closure"]

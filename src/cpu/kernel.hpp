@@ -4,6 +4,7 @@
 // arguments, the table of one (semiring, element) pair, and the scalar kernels
 // used where no vector kernel exists (or an integer product could saturate).
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tropical/reference.hpp"
@@ -73,6 +74,9 @@ const KernelSet<T>& vector_kernels();
 
 /// Name of the instruction set vector_kernels() use.
 const char* isa_name();
+
+/// Index of that instruction set in the HWY_EXPORT tables of files built with microkernel.cpp's target list.
+std::size_t chosen_target_index();
 
 /// Scalar tile kernels with the reference's operations: exact for every pair.
 template <class S, class T, int MR, int NR>

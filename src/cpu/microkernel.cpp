@@ -454,6 +454,8 @@ Choice& choice() {
 
 const char* isa_name() { return choice().name; }
 
+std::size_t chosen_target_index() { return choice().chosen.GetIndex(); }
+
 #define TROPICAL_CPU_EXPORT(NAME, S, T)                                  \
   HWY_EXPORT(NAME);                                                      \
   template <>                                                            \

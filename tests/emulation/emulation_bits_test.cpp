@@ -1,0 +1,70 @@
+// The packed AndOr kernel's two tiers on the CPU build of their fragments (tests/emulation/): the tuned
+// tile's binary mma through the scalar model of mma.sync m16n8k256 .b1 .and.popc (device_functions.inc) and
+// the quick tile's and + popc, against the CPU backend's packed product (itself checked against the byte-wise
+// reference by tests/cpu/bits_test.cpp), bit for bit: every output form, odd sizes, padding ones past k,
+// leading dimensions that do and do not allow 128-bit loads, a batch.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "launch_kernel.hpp"
+#include "tropical/bits.hpp"
+
+namespace tropical {
+namespace {
+
+/// rows x k random bits (density p) packed with leading dimension ld, the padding bits all ones (never read).
+std::vector<std::uint32_t> random_words(std::mt19937_64& rng, std::int64_t rows, std::int64_t k,
+                                        std::int64_t ld, double p, std::int64_t batch) {
+  std::bernoulli_distribution bit(p);
+  std::vector<std::uint32_t> w(static_cast<std::size_t>(batch * rows * ld + 4), ~0u);
+  for (std::int64_t r = 0; r < batch * rows; ++r) {
+    for (std::int64_t j = 0; j < bits_words(k) * 32; ++j) {
+      if (j < k && !bit(rng)) w[r * ld + j / 32] &= ~(1u << (j % 32));
+    }
+  }
+  return w;
+}
+
+void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t batch_, std::int64_t pad, double p,
+           std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  long long m = m_, n = n_, k = k_, batch = batch_, lda = bits_words(k) + pad, ldb = bits_words(k) + pad;
+  const auto a = random_words(rng, m, k, lda, p, batch), b = random_words(rng, n, k, ldb, p, batch);
+  long long sa = m * lda, sb = n * ldb;
+  const auto id = emulation::id_of("tropical_gemm_bits_b32");
+  for (const int output : {0, 1, 2}) {
+    long long ldc = output == 0 ? bits_words(n) + 1 : n + 3, sc = m * ldc;
+    const std::size_t bytes = static_cast<std::size_t>(batch * sc) * (output == 1 ? 1 : 4);
+    std::vector<unsigned char> want(bytes + 4, 0x5a);
+    cpu::bits_gemm_batched(static_cast<BitsOutput>(output), m, n, k, a.data(), lda, sa, b.data(), ldb, sb,
+                           want.data(), ldc, sc, batch);
+    for (const char* tier : {"tuned", "quick"}) {
+      std::vector<unsigned char> got(bytes + 4, 0x5a);
+      const void* pa = a.data();
+      const void* pb = b.data();
+      void* pc = got.data();
+      int form = output;
+      void* args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &form, &sa, &sb, &sc, &batch};
+      emulation::launch_kernel(id, tier, {m, n, k, batch}, args);
+      EXPECT_EQ(got, want) << tier << " output " << output << " " << m << "x" << n << "x" << k << " batch "
+                           << batch << " pad " << pad;
+    }
+  }
+}
+
+TEST(Bits, both_tiers_equal_the_cpu_backend) {
+  check(1, 1, 1, 1, 0, 0.5, 1);
+  check(17, 33, 31, 1, 0, 0.5, 2);       // one word, unaligned rows
+  check(130, 129, 300, 1, 4, 0.1, 3);    // tiles cut at m and n, k past a stage, 128-bit loads
+  check(70, 200, 513, 2, 3, 0.02, 4);    // a batch, two tiles along n, sparse
+  check(20, 40, 0, 1, 1, 0.5, 5);        // k = 0: all false
+  check(40, 130, 3000, 2, 0, 0.002, 6);  // six stages around the ring of three, 128-bit copies, a batch
+  check(33, 70, 2500, 1, 1, 0.003, 7);   // five stages, words loaded one by one
+}
+
+}  // namespace
+}  // namespace tropical
