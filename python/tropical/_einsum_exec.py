@@ -47,8 +47,8 @@ def _diagonals(x, counts, labels):
 
 def _fix(x, counts, labels, fixed):
     """x (and counts) at the fixed index of every sliced label it has; those axes removed."""
-    index = tuple(fixed.get(label, slice(None)) for label in labels)
-    if any(label in fixed for label in labels):
+    index = tuple([fixed.get(label, slice(None)) for label in labels])
+    if any([label in fixed for label in labels]):
         x = x[index]
         counts = counts[index] if counts is not None else None
         labels = [label for label in labels if label not in fixed]
@@ -78,7 +78,7 @@ def prepare_leaf(ad, values, counts, term, fixed, keep, semiring, mode, sizes, t
     if not reduced:
         return Tensor(x, c, labels)
     kept = [label for label in labels if label in keep]
-    axes = tuple(labels.index(label) for label in reduced)
+    axes = tuple([labels.index(label) for label in reduced])
     if mode == "counting":
         v = _without_nan(ad, x, "maxplus")
         best = ad.amax(v, axes, keepdims=True)
@@ -86,7 +86,7 @@ def prepare_leaf(ad, values, counts, term, fixed, keep, semiring, mode, sizes, t
         return Tensor(ad.amax(v, axes), c, kept)
     if mode == "argmax" or (ad.differentiable and semiring != "andor"):
         perm = [labels.index(label) for label in kept] + list(axes)
-        flat = ad.permute(x, perm).reshape(tuple(sizes[label] for label in kept) + (-1,))
+        flat = ad.permute(x, perm).reshape(tuple([sizes[label] for label in kept]) + (-1,))
         if semiring == "andor":
             flat = flat != 0
         else:
@@ -114,7 +114,7 @@ class _Layout:
     __slots__ = ("perm", "shape", "swapped", "in_order", "in_swapped_order")
 
     def __init__(self, labels, batch, rows, cols, sizes):
-        nb, nr, nc = (math.prod(sizes[label] for label in group) for group in (batch, rows, cols))
+        nb, nr, nc = [math.prod([sizes[label] for label in group]) for group in (batch, rows, cols)]
         lead = (nb,) if batch else ()
         self.perm = [labels.index(label) for label in batch + rows + cols]
         self.shape, self.swapped = lead + (nr, nc), lead + (nc, nr)
@@ -144,13 +144,13 @@ class _Step:
     def __init__(self, labels_a, labels_b, keep, sizes):
         in_a, in_b = set(labels_a), set(labels_b)
         # The larger operand's order decides the shared labels' order: the smaller one is the one copied.
-        big = labels_a if math.prod(sizes[x] for x in labels_a) >= math.prod(sizes[x] for x in labels_b) else labels_b
+        big = labels_a if math.prod([sizes[x] for x in labels_a]) >= math.prod([sizes[x] for x in labels_b]) else labels_b
         batch = [label for label in big if label in in_a and label in in_b and label in keep]
         self.contracted = [label for label in big if label in in_a and label in in_b and label not in keep]
         left = [label for label in labels_a if label not in in_b]
         right = [label for label in labels_b if label not in in_a]
         self.labels = batch + left + right
-        self.shape = tuple(sizes[label] for label in self.labels)
+        self.shape = tuple([sizes[label] for label in self.labels])
         self.layout_a = _Layout(labels_a, batch, left, self.contracted, sizes)
         self.layout_b = _Layout(labels_b, batch, self.contracted, right, sizes)
 
