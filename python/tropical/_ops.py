@@ -203,8 +203,12 @@ def _shortcut(a, b, semiring, want_argmax):
 
 def matmul(a, b, semiring="maxplus", *, alpha=None, beta=None, out=None):
     """C = alpha (x) (a (x) b) (+) beta (x) out over `semiring`; 2-D (m x k times k x n) or batched 3-D
-    (a batch of 1 broadcasts). alpha/beta are scalars of the element type (None: no scaling; beta needs
-    out=, which is then read and written in place). Returns an array of a's kind on a's device."""
+    (a batch of 1 broadcasts). alpha/beta are scalars of the element type, in the semiring's own arithmetic:
+    alpha = the semiring's one changes nothing, beta = its zero ignores out (maxplus: one 0, zero -inf;
+    minplus: 0, +inf; maxmul: 1, 0; maxmin: +inf, -inf; minmax: -inf, +inf; andor: 1, 0; integers: the type's
+    extremes for the infinities), not BLAS's 1 and 0; None means no scaling. beta needs out=, which is then
+    read and written in place; a value the element type cannot hold is InvalidArgument. Returns an array of
+    a's kind on a's device."""
     if out is None and alpha is None and beta is None:
         result = _shortcut(a, b, semiring, False)
         if result is not None:
