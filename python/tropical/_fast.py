@@ -190,6 +190,19 @@ def _torch_operand(x):
     return found, x
 
 
+def _torch_batch(a, b):
+    """(operand() of a, a, of b, b, batch, m, k, n) of two non-empty 2-D/3-D tensors whose shapes multiply (each
+    copied once where its strides need it), or None."""
+    if a.dim() not in (2, 3) or b.dim() not in (2, 3) or 0 in a.shape or 0 in b.shape:
+        return None
+    oa, a = _torch_operand(a)
+    ob, b = _torch_operand(b)
+    batch = _batch(oa[0], ob[0])
+    if batch is None or ob[2] != oa[3]:
+        return None
+    return oa, a, ob, b, batch, oa[2], oa[3], ob[3]
+
+
 def torch_product(a, b, s, andor, want_argmax):
     """C (and argmax) of two 2-D or 3-D torch tensors (a batch of 1 broadcasts), or None for the general path."""
     if _torch() is None:
@@ -217,14 +230,10 @@ def torch_product(a, b, s, andor, want_argmax):
         _launch(s, _CODES[name], la, lb, m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(),
                 arg.data_ptr() if want_argmax else 0, torch_stream(device) if device >= 0 else None)
         return (c, arg) if want_argmax else c
-    if da not in (2, 3) or db not in (2, 3) or 0 in a.shape or 0 in b.shape:
+    found = _torch_batch(a, b)
+    if found is None:
         return None
-    oa, a = _torch_operand(a)
-    ob, b = _torch_operand(b)
-    batch = _batch(oa[0], ob[0])
-    m, k, n = oa[2], oa[3], ob[3]
-    if batch is None or ob[2] != k:
-        return None
+    oa, a, ob, b, batch, m, k, n = found
     c = a.new_empty((batch, m, n))
     arg = a.new_empty((batch, m, n), dtype=_cache["int32"]) if want_argmax else None
     _launch_batched(s, _CODES[name], oa, ob, m, n, k, batch, a.data_ptr(), b.data_ptr(), c.data_ptr(),
@@ -245,16 +254,13 @@ def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b):
     if type(grad_c) is not tensor or type(argmax) is not tensor or grad_c.dtype != a.dtype \
             or argmax.dtype != _cache["int32"] or (device < 0) != (grad_c.is_cpu and argmax.is_cpu):
         return None  # the library checks that dC and the argmax are on the operands' GPU
-    da, db = a.dim(), b.dim()
-    if da not in (2, 3) or db not in (2, 3) or 0 in a.shape or 0 in b.shape:
+    batched = a.dim() == 3 or b.dim() == 3
+    found = _torch_batch(a, b)
+    if found is None:
         return None
-    oa, a = _torch_operand(a)
-    ob, b = _torch_operand(b)
-    batch = _batch(oa[0], ob[0])
-    m, k, n = oa[2], oa[3], ob[3]
-    batched = da == 3 or db == 3
+    oa, a, ob, b, batch, m, k, n = found
     shape = (batch, m, n) if batched else (m, n)
-    if batch is None or ob[2] != k or grad_c.shape != shape or argmax.shape != shape:
+    if grad_c.shape != shape or argmax.shape != shape:
         return None
     lgc = row_major(shape, grad_c.stride())
     if lgc is None:
