@@ -163,7 +163,7 @@ def torch_einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None
         raise InvalidArgument(f"tropical: the operands are {operands[0].dtype}; supported: " + ", ".join(names.values()))
     _ops._dtype_code(semiring, names[operands[0].dtype])
     shapes = tuple(tuple(int(d) for d in x.shape) for x in operands)
-    if torch.compiler.is_compiling():
+    if getattr(torch, "compiler", None) is not None and torch.compiler.is_compiling():
         # Planning is plain Python on constants (equation, shapes, path): run it as such at trace time and keep
         # the plan as a constant of the graph, instead of tracing the planner.
         plan = COMPILE_PLANNER(equation, shapes, _frozen(sublists), _frozen(output), _frozen(optimize),

@@ -142,7 +142,8 @@ class Torch(NumpyLike):
 
     def __init__(self, differentiable=False):
         self.torch = sys.modules["torch"]
-        self.compiling = self.torch.compiler.is_compiling()
+        compiler = getattr(self.torch, "compiler", None)  # torch < 2.1 has none (and compiles nothing of ours)
+        self.compiling = bool(compiler is not None and compiler.is_compiling())
         self.differentiable = differentiable
 
     def permute(self, x, perm):
