@@ -1,4 +1,4 @@
-// The CPU backend (issue 24), side by side in one run: the microkernel's
+// The CPU backend, side by side in one run: the microkernel's
 // ceiling on data in L1 (one core, every core), f32 MaxPlus 1024^3 (and 4096^3
 // with --large) on one core and on every core, argmax, i32 and f64 rows,
 // matrix-vector products (n = 1, m = 1), the reference loops and NumPy's

@@ -1,4 +1,4 @@
-// Kernel throughput (issue 5): the ALU ceiling of a tropical multiply-
+// Kernel throughput: the ALU ceiling of a tropical multiply-
 // accumulate, then every op x semiring x type of the catalog at 4096^3 and
 // 8192^3, the batched products and the backward passes, in one run.
 //
@@ -145,7 +145,7 @@ const CeilingKernel kCeilings[] = {
     {"u8_and_or", "unsigned char", "(unsigned char)(a | (b & y))", "u8"},
     // ... and four bytes per 32-bit register (what a packed kernel could reach).
     {"u8x4_and_or", "unsigned int", "(a | (b & y))", "u8x4"},
-    // Hopper's DPX add-max (issue 26): one VIADDMNMX on sm_90 (emulated before), on one 32-bit lane and on
+    // Hopper's DPX add-max: one VIADDMNMX on sm_90 (emulated before), on one 32-bit lane and on
     // two 16-bit lanes (two lane-steps per instruction: the int16 products' ceiling).
     {"i32_viaddmax", "int", "__viaddmax_s32(b, y, a)", ""},
     {"i16x2_viaddmax", "unsigned int", "__viaddmax_s16x2(b, y, a)", "i16"},
@@ -378,7 +378,7 @@ void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small =
   }
 }
 
-/// CountingTropical C = A (x) B (issue 26), n^3; counts uniform in [0, 2). Values uniform floats in
+/// CountingTropical C = A (x) B, n^3; counts uniform in [0, 2). Values uniform floats in
 /// [-1000, 1000): the maximum of an element lies in one chunk of 16 k (its chunk rescan) but for about
 /// 5 in 10^6 elements (a CPU count over 2^20 elements of these data at k = 8192), so about 2 % of the
 /// 64 x 64 blocks take the dense counting pass. With `tied` (f32 only), integers in [-2, 2]: every element
@@ -621,14 +621,14 @@ void add_row(const std::string& name, F f) {
   bench::register_guarded(name.c_str(), f)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 }
 
-/// The rows of issue 13 (tensor networks): small batches with their bound,
+/// The tensor-network rows: small batches with their bound,
 /// every small tile forced on 4096 x 64^3, batched argmax, beta, backward.
-void register_issue_13() {
-  add_row("issue13/gemm_batched/maxplus/f32/4096x64", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64); });
-  add_row("issue13/gemm_batched/maxplus/f32/16384x32", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 16384, 32); });
-  add_row("issue13/gemm_batched/maxplus/f32/65536x16", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 65536, 16); });
+void register_network_rows() {
+  add_row("networks/gemm_batched/maxplus/f32/4096x64", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64); });
+  add_row("networks/gemm_batched/maxplus/f32/16384x32", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 16384, 32); });
+  add_row("networks/gemm_batched/maxplus/f32/65536x16", [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 65536, 16); });
   for (const char* tile : {"64x64", "32x32", "16x16"}) {
-    add_row(std::string("issue13/gemm_batched/maxplus/f32/4096x64/tile") + tile,
+    add_row(std::string("networks/gemm_batched/maxplus/f32/4096x64/tile") + tile,
             [tile](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, false, tile); });
   }
   // Every small tile of the f32 MaxPlus batched products, forced, on products
@@ -641,25 +641,25 @@ void register_issue_13() {
       const std::int64_t n = info.launch.tile_m < 64 ? info.launch.tile_m : 64;
       const std::int64_t batch = 4096 * (64 / n) * (64 / n) * (64 / n);
       const std::string variant(info.variant);
-      add_row(std::string("issue13/tiles/") + (argmax ? "gemm_batched_argmax" : "gemm_batched") + "/maxplus/f32/" +
+      add_row(std::string("networks/tiles/") + (argmax ? "gemm_batched_argmax" : "gemm_batched") + "/maxplus/f32/" +
                   std::to_string(batch) + "x" + std::to_string(n) + "/tile" + variant,
               [variant, batch, n, argmax](benchmark::State& s) {
                 run_batched<MaxPlus, float>(s, batch, n, argmax, variant);
               });
     }
   }
-  add_row("issue13/gemm_batched_argmax/maxplus/f32/4096x64",
+  add_row("networks/gemm_batched_argmax/maxplus/f32/4096x64",
           [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 4096, 64, true); });
-  add_row("issue13/gemm_batched_argmax/maxplus/f32/16384x32",
+  add_row("networks/gemm_batched_argmax/maxplus/f32/16384x32",
           [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 16384, 32, true); });
-  add_row("issue13/gemm_batched_argmax/maxplus/f32/65536x16",
+  add_row("networks/gemm_batched_argmax/maxplus/f32/65536x16",
           [](benchmark::State& s) { run_batched<MaxPlus, float>(s, 65536, 16, true); });
-  add_row("issue13/gemm_beta_zero/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, false); });
-  add_row("issue13/gemm_beta_one/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, true); });
-  add_row("issue13/gemm/maxmin/f32/8192", [](benchmark::State& s) { run_gemm<MaxMin, float>(s, 8192, false); });
-  add_row("issue13/gemm/andor/u8/8192", [](benchmark::State& s) { run_gemm<AndOr, std::uint8_t>(s, 8192, false); });
+  add_row("networks/gemm_beta_zero/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, false); });
+  add_row("networks/gemm_beta_one/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, true); });
+  add_row("networks/gemm/maxmin/f32/8192", [](benchmark::State& s) { run_gemm<MaxMin, float>(s, 8192, false); });
+  add_row("networks/gemm/andor/u8/8192", [](benchmark::State& s) { run_gemm<AndOr, std::uint8_t>(s, 8192, false); });
   for (const bool wrt_a : {true, false}) {
-    add_row(std::string("issue13/backward_") + (wrt_a ? "a" : "b") + "_batched/maxplus/f32/4096x64",
+    add_row(std::string("networks/backward_") + (wrt_a ? "a" : "b") + "_batched/maxplus/f32/4096x64",
             [wrt_a](benchmark::State& s) { run_backward_batched<MaxPlus, float>(s, 4096, 64, wrt_a); });
   }
 }
@@ -670,7 +670,7 @@ void register_semiring() {
   register_pair<S, std::int32_t>();
   register_pair<S, double>();
   register_pair<S, std::int64_t>();
-  // int16 (issue 26): the DPX products of MaxPlus and MinPlus; the other semirings' are the generic tile.
+  // int16: the DPX products of MaxPlus and MinPlus; the other semirings' are the generic tile.
   if constexpr (S::kMul == MulKind::kAdd) register_pair<S, std::int16_t>();
 }
 
@@ -699,7 +699,7 @@ void register_all() {
   add_row("counting/gemm/f32/8192", [](benchmark::State& s) { run_counting<float>(s, 8192, false); });
   add_row("counting/gemm/f32/8192/tied", [](benchmark::State& s) { run_counting<float>(s, 8192, true); });
   add_row("counting/gemm/f64/4096", [](benchmark::State& s) { run_counting<double>(s, 4096, false); });
-  register_issue_13();
+  register_network_rows();
 }
 
 }  // namespace

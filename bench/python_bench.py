@@ -1,4 +1,4 @@
-"""The Python faces against the C ABI underneath, side by side in one run (issue 23's benchmarks).
+"""The Python faces against the C ABI underneath, side by side in one run.
 
   python3 bench/python_bench.py overhead   per-call cost at 64^3 f32 (host time per call, launches queued), each
                                            path paired round by round with the bare C call: one process
@@ -132,7 +132,7 @@ def print_overhead(rows, how):
 
 
 def verdicts(over):
-    """One line per target of issue 23 from {path: median overhead in us}, with the part that is the framework's
+    """One line per target from {path: median overhead in us}, with the part that is the framework's
     own allocation (its floor row) and the rest (the Python of tropical and of the framework's dispatch)."""
     for name, (limit, floor) in TARGETS.items():
         if name in over:

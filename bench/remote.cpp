@@ -102,7 +102,7 @@ void BM_remote_hit_tcp_loopback(benchmark::State& state) { remote_hit(state, tru
 BENCHMARK(BM_remote_hit_unix)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_remote_hit_tcp_loopback)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// A cold leader's flight on a fresh key (issue 22): RemoteStore::begin as it is (lookup, SET NX, the second
+// A cold leader's flight on a fresh key: RemoteStore::begin as it is (lookup, SET NX, the second
 // lookup under the lease), side by side with the single-checked flight it replaced (lookup, SET NX), each
 // followed by the lease's release (EVAL). The difference is the double check's extra round trip (a nil
 // GETEX). The round_trips counter is per iteration, the release included.

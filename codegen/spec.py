@@ -121,7 +121,7 @@ SEMIRING_DOC = {
 
 # The element types each semiring is generated for.
 NUMBER_TYPES = [Type.F32, Type.F64, Type.I32, Type.I64]
-# int16 (issue 26) for every semiring over numbers: -inf/+inf are lowest()/max()
+# int16 for every semiring over numbers: -inf/+inf are lowest()/max()
 # and the multiplication saturates, as for i32; MaxPlus/MinPlus products use
 # Hopper's DPX 16x2 instructions where exact (templates/gemm_tile_i16x2.cuh.j2).
 SEMIRING_TYPES = {
@@ -357,7 +357,7 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # 4.54 T, 32^3 2.22 -> 3.77 T, 16^3 1.40 -> 2.33 T; chunk 8 or 16 then lost,
 # 3.6 / 2.2 T at 64^3, as did 4 x 2 thread tiles, 4.1 T, and fewer blocks
 # looping over more products, 4.1-4.4 T). With the running maximum carried
-# through the chunks (no select, issue 25, 2026-11-28): 64^3 takes 8 x 4
+# through the chunks (no select): 64^3 takes 8 x 4
 # thread tiles in blocks of 128 at 3 per SM (4.52 -> 5.19 T; 4 x 4 at 3 per SM,
 # 4.1 T; winners in shared memory, 3.8-4.2 T), 32^3 and 16^3 compare every 2
 # k-steps (3.77 -> 4.22 T, 2.30 -> 2.36 T; 8 x 4 thread tiles spill there).
@@ -380,7 +380,7 @@ def argmax_rescan(tile_k, chunk, ring):
     once: short chunks). Kernels whose k-tiles stay resident (ring > 2) rescan
     from shared memory where k fits, so their global rescan, for larger k, is
     the serial one, which adds no registers to the kernel. Measured on the
-    H100 (bench/RESULTS.md, issue 25): a rescan taking one k-step of every
+    H100 (bench/RESULTS.md): a rescan taking one k-step of every
     element at a time, or walking pointers by a uniform step, lost to these."""
     return "serial" if chunk == tile_k or ring > 2 else "unrolled"
 
@@ -507,7 +507,7 @@ QUICK_TILES[Op.GEMM_BATCHED_ARGMAX] = QUICK_TILES[Op.GEMM_ARGMAX]
 # kernel would take longer to run than the tuned compile has left waits for
 # the tuned kernel. Quick rate: MACs per nanosecond (1 T MAC/s = 1000) the
 # quick kernel is expected to reach on a large product, per element type;
-# predictions for an H100 from the calibration of issue 15 (8.06 T for f32
+# predictions for an H100 from the quick tier's calibration (8.06 T for f32
 # MaxPlus), kept below it so the model errs towards waiting. F32: measured
 # 4.35 T (gemm MaxPlus 8192^3, H100) with the quick tier's light NVRTC effort
 # (jit::Effort::kLight; 6.91 T with full effort). F64: 2.58 T at 4 x 4 per
@@ -596,7 +596,7 @@ def quick_launch(kernel):
             "k_unroll": k_unroll, "chunk": chunk}
 
 
-# ---------------------------------------------------------------- issue 26
+# ---------------------------------------------------------------- int16 and CountingTropical
 # int16 tiles. The plain products (MaxPlus, MinPlus: templates/gemm_tile_i16x2.cuh.j2)
 # keep their accumulators packed in 16x2 words across k-tiles and stage A as pairs
 # (each element as a word holding it in both halves), whose shared tile is twice

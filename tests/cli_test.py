@@ -141,7 +141,7 @@ class CliTest(unittest.TestCase):
 
         proc = subprocess.run([TROPICAL, "warm", "--arch", "sm_90", CHEAP], capture_output=True, text=True,
                               env=self.env, timeout=600, preexec_fn=small_file_limit)
-        # Exit 1, not a signal: warm says the entry it compiled could not be kept (issue 11).
+        # Exit 1, not a signal: warm says the entry it compiled could not be kept.
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertEqual(proc.stderr.count("tropical: warning:"), 1, proc.stderr)
         self.assertIn("File too large", proc.stderr)

@@ -9,7 +9,7 @@ LD_LIBRARY_PATH anywhere:
    `tropical --version` and `tropical list`; with -Dprebuilt_archs=sm_90 (for
    three cheap kernels, -Dprebuilt_kernels, so that CI stays quick): a user
    with an empty cache compiles none of them, before and after the prefix is
-   moved (issue 14, test 4);
+   moved;
 2. pkg-config: programs compiled by hand with
    `c++ ... $(pkg-config --cflags --libs tropical)` (the README's complete
    program, examples/first_product, among them), and a meson project

@@ -1,4 +1,4 @@
-"""Cache layers, fallback, team directory and tropical.conf through the `tropical` command (issue 14).
+"""Cache layers, fallback, team directory and tropical.conf through the `tropical` command.
 
 (1) root warms a layer; a fresh non-root user with an empty primary compiles nothing and the hits are
 promoted; (2) a layer writable by others is refused with one warning, the program still works; (3) a

@@ -29,7 +29,7 @@ jit::remote::RemoteTier* remote_tier() {
 std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch) {
   jit::remote::RemoteTier* remote = remote_tier();
   if (remote == nullptr || !remote->can_store()) return 0;
-  // A producer signs only what it compiled (issue 27): an entry found in its primary may have come from a
+  // A producer signs only what it compiled: an entry found in its primary may have come from a
   // layer, a team directory or another tool, whose trust is not the fleet's. What this run compiled the walk
   // has published; the others are compiled again here and that compile is published, not the entry.
   const std::vector<jit::KernelStats> compiled_here = registry().stats();

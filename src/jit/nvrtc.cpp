@@ -61,7 +61,7 @@ std::string small_file(const std::string& path) {
 
 // The directories a loader configuration file names, in order, following its `include` lines (glob patterns,
 // relative to /etc): what ldconfig builds ld.so.cache from, and where a CUDA toolkit registers its lib
-// directory, so a bare soname resolves here to the file dlopen will load (issue 27: TROPICAL_NVRTC=
+// directory, so a bare soname resolves here to the file dlopen will load (TROPICAL_NVRTC=
 // libnvrtc.so.13 got another identity than the same file by its path, and every entry was compiled again).
 void add_loader_dirs(const std::string& file, std::vector<std::string>* dirs, int depth) {
   if (depth > 4) return;

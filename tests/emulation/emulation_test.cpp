@@ -121,7 +121,7 @@ TYPED_TEST(Products, gemm_and_argmax_of_both_tiers_are_the_reference) {
   }
 }
 
-// Zeros of both signs and a few small values (issue 25): most maxima are a zero that -0 and +0 products tie
+// Zeros of both signs and a few small values: most maxima are a zero that -0 and +0 products tie
 // for, so the sign of C's zero depends on how the kernel reduces. The argmax kernels carry the running
 // maximum through every k-step in k order, as the plain product does: their C is the plain product's bit
 // for bit, in both tiers, and the index is the reference's (the first k whose product equals the maximum).
@@ -175,7 +175,7 @@ TEST(SignedZeros, argmax_c_is_the_plain_product_c_bit_for_bit) {
   expect_argmax_c_is_the_product_c<MinMax, double>();
 }
 
-// The batched argmax of the tensor-network shapes (issue 25) on its default tile and the small ones. The
+// The batched argmax of the tensor-network shapes on its default tile and the small ones. The
 // small tiles keep every k-tile in shared memory and rescan from there where k <= 64 (64^3, 16^3, and 50 x 40
 // x 50: a partial last k-tile, rows and columns short of the tile), from global memory beyond (37 x 29 x 70).
 TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
@@ -258,7 +258,7 @@ TEST(Backward, both_passes_are_the_reference) {
   }
 }
 
-// CountingTropical (issue 26): values and counts, spread and tied values, both tiers.
+// CountingTropical: values and counts, spread and tied values, both tiers.
 TEST(Counting, both_tiers_are_the_reference) {
   std::mt19937_64 rng(23);
   for (const bool tied : {false, true}) {

@@ -2,7 +2,7 @@
 
 // GMAC through libcrypto's low-level AES key schedule (deprecated in OpenSSL 3) and GCM mode (modes.h)
 // rather than EVP_MAC: the "GMAC" fetch initializes OpenSSL's default provider, about 1 ms in a fresh
-// process, on the warm-start path of every new process (issue 10). Same bytes: GMAC is GCM's tag over
+// process, on the warm-start path of every new process. Same bytes: GMAC is GCM's tag over
 // the data as additional authenticated data, and GHASH still runs libcrypto's CLMUL/AVX code.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/aes.h>

@@ -2,7 +2,7 @@
 
 // The low-level SHA256_* calls are deprecated in OpenSSL 3 but need no provider: a fresh process's first
 // EVP_Digest costs 0.85-1.3 ms (config load, default provider, method store) against 7 us here, and that
-// first digest is on the warm-start path of every new process (issue 10).
+// first digest is on the warm-start path of every new process.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 

@@ -109,7 +109,7 @@ CompiledImage walk_tiers(std::span<Store* const> tiers, LogLevel log, const Cach
   if (flight.state == FlightResult::State::kLeader) {
     if (auto hit = look(false)) return std::move(*hit);
   }
-  // --- fleet tier (issue 12): the writable tiers below the first (the remote) have their own single flight
+  // --- fleet tier: the writable tiers below the first (the remote) have their own single flight
   // (a cross-machine lease), taken only under the first one's, so one process per machine waits on the
   // fleet. A tier whose flight this caller does not lead is not written; released before the first's.
   std::vector<FlightResult> below;

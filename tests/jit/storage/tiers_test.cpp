@@ -217,7 +217,7 @@ TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
   EXPECT_EQ(stuck.compiles, 1);
 }
 
-// Check, lock, check again (the local form of issue 22's window), ordered by the write hook: the first look
+// Check, lock, check again (the local form of the window), ordered by the write hook: the first look
 // misses, another process stores the entry while this one takes the stripe lock; the look under the lock
 // finds it, and nothing is compiled.
 TEST_F(TiersTest, entry_stored_while_the_lock_was_taken_is_read_not_compiled) {
@@ -321,7 +321,7 @@ TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
-// The log's other causes (issue 11): another format, a refused file, a hit below the primary, an eviction.
+// The log's other causes: another format, a refused file, a hit below the primary, an eviction.
 TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_an_eviction) {
   const auto capture = [](const auto& body) {
     ::testing::internal::CaptureStderr();

@@ -1,4 +1,4 @@
-// The one door for trusted files (issue 27): what is read, and everything refused unread and without
+// The one door for trusted files: what is read, and everything refused unread and without
 // blocking: FIFOs, devices, links, huge or sparse files, files others can write, other users' files, private
 // keys others can read.
 #include "tropical/jit/storage/trusted_file.hpp"

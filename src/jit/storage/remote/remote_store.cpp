@@ -329,7 +329,7 @@ FleetFlight RemoteStore::begin(std::string_view digest_hex) {
     if (options_.test_hook) options_.test_hook(FlightStep::kMissed);
     // Check, lease, check again: a leader that published and let its lease go between the lookup above and
     // this node's SET NX (or EXISTS) leaves a free lease and a stored entry; without the second look this
-    // node would compile the entry again (issue 22).
+    // node would compile the entry again.
     const auto look_again = [&]() -> bool {
       LookupResult again = lookup(digest_hex);
       if (again.outcome != LookupOutcome::kHit) return false;

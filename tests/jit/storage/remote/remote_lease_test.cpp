@@ -1,4 +1,4 @@
-// The fleet lease against a hostile or careless Redis (issue 27, item 5): a lease with no TTL, or one
+// The fleet lease against a hostile or careless Redis: a lease with no TTL, or one
 // longer than ours, is ignored and replaced; the waits of one process are bounded in total, not per kernel.
 #include <gtest/gtest.h>
 
