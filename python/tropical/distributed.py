@@ -92,11 +92,10 @@ def _prepare(args, semiring, counting=False):
     return equation, held.arrays, sublists, output, semiring, held
 
 
-def _zero(ad, like_operand, plan, semiring):
+def _zero(ad, like, plan, semiring):
     """The semiring zero in the output's shape: what a rank without slices contributes."""
-    xp_like = like_operand
     shape = tuple(plan.network.sizes[label] for label in plan.network.output)
-    zero = ad.zero_like(xp_like, semiring)
+    zero = ad.zero_like(like, semiring)
     if isinstance(zero, np.ndarray):
         return np.full(shape, zero, dtype=zero.dtype)
     return zero.expand(shape).contiguous()
@@ -132,7 +131,7 @@ def contract(*args, semiring="maxplus", optimize="greedy", memory_limit=None, gr
         result = part if result is None else _einsum_trace.add(ad, semiring, result, part)
     if result is None:
         result = _zero(ad, operands[0], plan, semiring)
-    elif semiring == "andor" and len(_einsum._slices(plan)) > 1:
+    elif semiring == "andor" and plan.info.slices > 1:
         # One process ORs every slice into 0/1 values; a rank holding a single slice has its raw values.
         result = _einsum_trace.add(ad, semiring, result, _zero(ad, operands[0], plan, semiring))
     tensor = _as_tensor(torch, result)
@@ -142,7 +141,7 @@ def contract(*args, semiring="maxplus", optimize="greedy", memory_limit=None, gr
     op = dist.ReduceOp.MIN if semiring in MINIMIZING else dist.ReduceOp.MAX
     dist.all_reduce(tensor, op=op, group=group)
     tensor = tensor.to(_as_tensor(torch, result).dtype)
-    return held.back(_like_one_process(ad, semiring, _from_tensor(result, tensor), len(_einsum._slices(plan))))
+    return held.back(_like_one_process(ad, semiring, _from_tensor(result, tensor), plan.info.slices))
 
 
 def _bits(torch, t):
@@ -180,7 +179,7 @@ def contract_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=N
     like = operands[0]
     out = plan.network.output
     shape = tuple(plan.network.sizes[label] for label in out)
-    none = len(_einsum._slices(plan))  # the slice index of a rank without slices: after every real one
+    none = plan.info.slices  # the slice index of a rank without slices: after every real one
     result = assign = won = None
     for s, fixed in _mine(dist, group, plan):
         trace = _einsum_exec.Trace()
@@ -269,14 +268,14 @@ def counting_contract(*args, optimize="greedy", memory_limit=None, group=None):
     v, c = _as_tensor(torch, best), _as_tensor(torch, total)
     gathered = _gather(torch, dist, group, torch.stack([_bits(torch, v), _bits(torch, c)]))
     best = total = None
-    for r in range(min(gathered.shape[0], len(_einsum._slices(plan)))):  # the ranks holding slices
+    for r in range(min(gathered.shape[0], plan.info.slices)):  # the ranks holding slices
         rv = _from_tensor(values[0], _unbits(torch, gathered[r, 0], v.dtype))
         rc = _from_tensor(values[0], _unbits(torch, gathered[r, 1], c.dtype))
         if best is None:
             best, total = rv, rc
             continue
         best, total = _merge_counts(ad, best, total, rv, rc)
-    if len(_einsum._slices(plan)) > 1:  # as one process's merges leave them (NumPy scalars for a scalar output)
+    if plan.info.slices > 1:  # as one process's merges leave them (NumPy scalars for a scalar output)
         best, total = _merge_counts(ad, best, total, best, ad.zero_like(total, "maxmul"))
     return held.back(best), held.back(total)
 

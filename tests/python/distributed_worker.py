@@ -60,6 +60,7 @@ def main(argv):
     import torch
     import torch.distributed as dist
 
+    import tropical
     import tropical.distributed as td
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
@@ -76,6 +77,13 @@ def main(argv):
     tensors = [torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in args]
     value = td.contract(*tensors, **kwargs)
     results["torch-operands"] = (type(value).__module__, value.numpy())
+    # A plan rank 0 cannot make: every rank raises its error instead of waiting for a plan.
+    vector = cases()[0][2][:-1] + [[0, 5]]
+    try:
+        td.contract(*vector, memory_limit=2)
+        results["planning-error"] = None
+    except tropical.InvalidArgument as error:
+        results["planning-error"] = str(error)
     dist.barrier()
     dist.destroy_process_group()
     with open(os.path.join(out, f"rank-{rank}.pickle"), "wb") as f:
