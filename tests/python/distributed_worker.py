@@ -77,6 +77,11 @@ def main(argv):
     tensors = [torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in args]
     value = td.contract(*tensors, **kwargs)
     results["torch-operands"] = (type(value).__module__, value.numpy())
+    if world == 3:  # a group of ranks 1 and 2: its rank 0 (global rank 1) plans
+        group = dist.new_group([1, 2])
+        if rank in (1, 2):
+            name, _, args, kwargs = [case for case in cases() if case[1] == "argmax"][0]
+            results["subgroup"] = (name, td.contract_argmax(*args, group=group, **kwargs))
     # A plan rank 0 cannot make: every rank raises its error instead of waiting for a plan.
     vector = cases()[0][2][:-1] + [[0, 5]]
     try:

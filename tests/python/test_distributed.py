@@ -1,7 +1,8 @@
 """tropical.distributed over torch.distributed's gloo backend on the CPU: 1, 2 and 3 processes contract the same
 sliced networks (every semiring, argmax and counting, scalar and vector outputs, and an unsliced one that
-leaves ranks without slices) and every rank's result must have the same bits as one process's tropical.einsum,
-einsum_argmax and counting_einsum. Skipped without torch, torch.distributed or gloo."""
+leaves ranks without slices; with 3, also a group of ranks 1 and 2) and every rank's result must have the same
+bits as one process's tropical.einsum, einsum_argmax and counting_einsum; a planning error reaches every rank.
+Skipped without torch, torch.distributed or gloo."""
 
 import os
 import pickle
@@ -46,7 +47,8 @@ def _same(got, want, where):
             _same(got[key], want[key], f"{where}[{key!r}]")
     elif isinstance(want, np.ndarray):
         assert isinstance(got, np.ndarray), f"{where}: {type(got)}"
-        assert (got.dtype, got.shape) == (want.dtype, want.shape), f"{where}: {got.dtype}{got.shape} vs {want.dtype}{want.shape}"
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), \
+            f"{where}: {got.dtype}{got.shape} vs {want.dtype}{want.shape}"
         assert got.tobytes() == want.tobytes(), f"{where}: {got} vs {want}"
     else:
         assert type(got) is type(want) and got == want, f"{where}: {got!r} vs {want!r}"
@@ -99,6 +101,11 @@ def test_same_bits_as_one_process(world, tmp_path):
         assert module.startswith("torch")
         _same(value, np.asarray(want), f"torch operands on rank {rank} of {world}")
         assert "smaller than the output" in (found["planning-error"] or ""), f"rank {rank} of {world}"
+    if world == 3:
+        for rank in (1, 2):
+            name, got = results[rank]["subgroup"]
+            _same(got, _single("argmax", *[case[2:] for case in cases if case[0] == name][0]),
+                  f"{name} on rank {rank} of the group of ranks 1 and 2")
 
 
 def test_needs_a_process_group():
