@@ -174,7 +174,9 @@ def main():
             return 77
     tmp = tempfile.mkdtemp(prefix="tropical-wheel-")
     check(not os.path.realpath(tmp).startswith(SOURCE + os.sep), f"the temporary directory {tmp} is in the tree")
-    env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(tmp, "cache"), TROPICAL_CACHE_LAYERS="",
+    home = os.path.join(tmp, "home")  # the build's tools write dot files of their own (rustup's shims): not the user's
+    os.makedirs(home)
+    env = dict(os.environ, TROPICAL_CACHE_DIR=os.path.join(tmp, "cache"), TROPICAL_CACHE_LAYERS="", HOME=home,
                PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
     for name in ("PYTHONPATH", "TROPICAL_LIBRARY", "LD_LIBRARY_PATH", "PYTHONHOME", "VIRTUAL_ENV"):
         env.pop(name, None)
