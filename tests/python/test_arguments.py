@@ -5,6 +5,7 @@ NUL bytes, integers that would wrap through ctypes, a library that is not libtro
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -133,5 +134,6 @@ def test_a_library_that_is_not_libtropical_is_unavailable(tmp_path):
 
 
 def test_the_tests_use_their_own_cache_directory():
-    cache = os.environ["TROPICAL_CACHE_DIR"]
-    assert "tropical-pytest-cache-" in cache and not cache.startswith(os.path.expanduser("~") + os.sep + ".cache")
+    cache = os.path.realpath(os.environ["TROPICAL_CACHE_DIR"])
+    assert os.path.basename(cache).startswith("tropical-pytest-cache-")
+    assert os.path.dirname(cache) == os.path.realpath(tempfile.gettempdir())
