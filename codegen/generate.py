@@ -58,6 +58,8 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
     template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
+    if isinstance(kernel.tile, spec.SkinnyTile):
+        template_name = "gemm_skinny.cu.j2"
     if s in spec.STRUCTURED_SEMIRINGS:
         template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
     return env.get_template(template_name).render(
@@ -87,6 +89,8 @@ def build_kernels(env):
     for k in kernels:
         k.launch = dict(spec.launch(k))
         k.launch["threads"] = k.launch["block_x"] * k.launch["block_y"]
+        # The widest C a variant takes: its tile, or any n for a skinny tile (catalog::pick_tile).
+        k.max_n = "INT64_MAX" if isinstance(k.tile, spec.SkinnyTile) else k.launch["tile_n"]
         k.op_enum = spec.OP_ENUM[k.op]
         k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
         k.type_host = spec.TYPE_HOST[k.type]

@@ -234,7 +234,7 @@ class Kernel:
     def enumerator(self):
         """The KernelId enumerator, e.g. kGemmMaxplusF32 or kGemmBatchedMaxplusF32Tile16x16."""
         parts = self.op.value.split("_") + [self.semiring.value, self.type.value]
-        suffix = f"Tile{self.variant}" if self.variant else ""
+        suffix = f"Tile{self.variant[:1].upper()}{self.variant[1:]}" if self.variant else ""
         return "k" + "".join(p.capitalize() for p in parts) + suffix
 
 
@@ -251,7 +251,10 @@ def catalog():
             if not exists(op, s, t):
                 continue
             kernels.append(Kernel(len(kernels), op, s, t))
-            for tile in ([] if s in STRUCTURED_SEMIRINGS else SMALL_TILES.get(op, {}).get(t, [])):
+            if s in STRUCTURED_SEMIRINGS:
+                continue
+            skinny = SKINNY_TILES.get(op, {}).get(t)
+            for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
     return kernels
 
@@ -373,6 +376,18 @@ SMALL_TILES = {
     },
 }
 
+# Skinny tiles of the batched products (templates/gemm_skinny.cu.j2): one thread per column of C holding up to
+# `rows` rows in registers, op(A) staged chunk_k k-steps at a time in shared memory. The launcher takes one for
+# products of at most `rows` rows that no small tile holds (any n, any k): the pairwise steps of tensor networks
+# of small bond dimension, C of 2-8 rows and millions of columns, on which the tiled kernels idle most of a tile
+# (an H200 ran tropical.einsum's largest such steps at 52-104 GB/s of C written, bench/RESULTS.md).
+SkinnyTile = collections.namedtuple("SkinnyTile", "rows threads chunk_k label", defaults=("skinny",))
+SKINNY_TILES = {
+    Op.GEMM_BATCHED: {Type.F32: SkinnyTile(8, 256, 128), Type.F64: SkinnyTile(8, 256, 64)},
+    Op.GEMM_BATCHED_ARGMAX: {Type.F32: SkinnyTile(8, 256, 128), Type.F64: SkinnyTile(8, 256, 64)},
+}
+
+
 def argmax_rescan(tile_k, chunk, ring):
     """How the argmax's rescan of global memory walks a winning chunk
     (templates/argmax.cuh.j2): 'serial' (out of line, stopping at the first
@@ -413,6 +428,11 @@ def launch(kernel):
     and the residency they are fitted to."""
     if kernel.semiring == Semiring.BITS:
         return bits_launch(BITS_TILE)
+    if isinstance(kernel.tile, SkinnyTile):
+        # One thread per column of C, `rows` rows of it; grid x covers the columns, y the rows, z the batch.
+        tile = kernel.tile
+        return {"block_x": tile.threads, "block_y": 1, "tile_m": tile.rows, "tile_n": tile.threads,
+                "smem_bytes": 0, "chunk_k": tile.chunk_k}
     if kernel.op in (Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED):
         # One thread per row of dA / column of dB; grid x covers them, z the batch.
         threads = BACKWARD_BATCHED_THREADS
@@ -575,6 +595,8 @@ def quick_launch(kernel):
         return None
     if kernel.semiring in STRUCTURED_SEMIRINGS:
         tiles = COUNTING_QUICK_TILES[kernel.type]
+    if isinstance(kernel.tile, SkinnyTile):
+        return None  # one tier: a short loop that compiles in tens of milliseconds
     if kernel.tile is not None:
         tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
