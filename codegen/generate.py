@@ -11,6 +11,7 @@ Deterministic: the same spec and templates give byte-identical files.
 """
 
 import argparse
+import functools
 import hashlib
 import os
 import sys
@@ -18,6 +19,7 @@ import sys
 import jinja2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faces  # noqa: E402
 import spec  # noqa: E402
 
 OP_TEMPLATE = {
@@ -79,6 +81,7 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
         add=spec.SEMIRING_ADD[s],
         mul=spec.SEMIRING_MUL[s],
         launch=kernel.quick_launch if quick else kernel.launch,
+        parameters=functools.partial(faces.declaration, spec.KERNEL_PARAMS[spec.signature(kernel)]),
     )
 
 

@@ -719,3 +719,67 @@ def bits_launch(tile):
             "smem_bytes": 0, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
             "min_blocks": tile.min_blocks, "stages": tile.stages}
+
+
+# ---------------------------------------------------------------- kernel parameters
+# Each kernel's parameter list, in order: the templates declare it (generate.py renders the declaration)
+# and the launchers fill the argument struct generated from the same list (tropical/kernel_args.hpp), so
+# the two cannot drift. A list is written "kind name name, kind name, ...". Kinds: a matrix of the element
+# type read ("in") or written ("out"); the argmax's int32 indices read ("index_in") or written
+# ("index_out"); packed 32-bit words read ("words_in"); an output whose element the call chooses
+# ("any_out"); "i64" (sizes, leading dimensions, strides: long long); "i32" (transposes, flags: int);
+# "value" (one element of the type, by value; its argument is the element's address).
+Param = collections.namedtuple("Param", "name kind")
+PARAM_KINDS = ("in", "out", "index_in", "index_out", "words_in", "any_out", "i64", "i32", "value")
+
+
+def _params(text):
+    """The Params of a list written "kind name name, kind name, ...", in order."""
+    params = []
+    for group in text.split(","):
+        kind, *names = group.split()
+        assert kind in PARAM_KINDS and names, group
+        params.extend(Param(name, kind) for name in names)
+    return tuple(params)
+
+
+_BACKWARD_PARAMS = "in grad_c, index_in argmax, in {x}, out grad_{y}, i64 m n kk ldgc ldargmax ld{x} ldg{y}, " \
+                   "i32 trans_a trans_b"
+# Signature name -> parameter list: one per scalar op, one per structured semiring (all of its ops).
+KERNEL_PARAMS = {
+    "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags"),
+    "gemm_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, i32 trans_a trans_b"),
+    "backward_a": _params(_BACKWARD_PARAMS.format(x="b", y="a")),
+    "backward_b": _params(_BACKWARD_PARAMS.format(x="a", y="b")),
+    "gemm_batched": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, "
+                            "i64 stride_a stride_b stride_c batch, value alpha beta, i32 flags"),
+    "gemm_batched_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, "
+                                   "i32 trans_a trans_b, i64 stride_a stride_b stride_c stride_argmax batch"),
+    "backward_a_batched": _params(_BACKWARD_PARAMS.format(x="b", y="a") + ", i64 stride_gc stride_argmax stride_b "
+                                  "stride_ga batch"),
+    "backward_b_batched": _params(_BACKWARD_PARAMS.format(x="a", y="b") + ", i64 stride_gc stride_argmax stride_a "
+                                  "stride_gb batch"),
+    "counting": _params("in a_values a_counts b_values b_counts, out c_values c_counts, i64 m n kk lda_values "
+                        "lda_counts ldb_values ldb_counts ldc_values ldc_counts, i32 trans_a trans_b, "
+                        "i64 stride_a_values stride_a_counts stride_b_values stride_b_counts stride_c_values "
+                        "stride_c_counts batch"),
+    "bits": _params("words_in a bt, any_out c, i64 m n kk lda ldb ldc, i32 output, "
+                    "i64 stride_a stride_b stride_c batch"),
+}
+
+
+def signature(kernel):
+    """The name of a kernel's parameter list in KERNEL_PARAMS (both tiers of a kernel share it)."""
+    if kernel.semiring in STRUCTURED_SEMIRINGS:
+        return kernel.semiring.value
+    return kernel.op.value
+
+# Spelling of each kind of parameter in a fragment's declaration (value_t: the element type) and as a
+# member of the argument struct the host fills (a value: the address of one element, passed as is).
+PARAM_DEVICE = {"in": "const value_t* __restrict__", "out": "value_t* __restrict__",
+                "index_in": "const int* __restrict__", "index_out": "int* __restrict__",
+                "words_in": "const unsigned* __restrict__", "any_out": "void* __restrict__",
+                "i64": "long long", "i32": "int", "value": "value_t"}
+PARAM_HOST = {"in": "const void*", "out": "void*", "index_in": "const std::int32_t*", "index_out": "std::int32_t*",
+              "words_in": "const std::uint32_t*", "any_out": "void*", "i64": "long long", "i32": "int",
+              "value": "const void*"}
