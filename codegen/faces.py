@@ -27,6 +27,11 @@ def struct_name(signature):
     return "".join(part.capitalize() for part in signature.split("_")) + "Args"
 
 
+def signature_enumerator(signature):
+    """The catalog::Signature enumerator of a signature: "gemm_batched" -> "kGemmBatched"."""
+    return "k" + struct_name(signature)[:-len("Args")]
+
+
 def argument_structs():
     """The context of templates/kernel_args.hpp.j2: one struct per signature, with the kernels it serves."""
     structs = []
@@ -35,5 +40,6 @@ def argument_structs():
                     "pointer": f"const_cast<void*>({p.name})" if p.kind == "value" else f"&{p.name}"}
                    for p in params]
         values = [p.name for p in params if p.kind == "value"]
-        structs.append({"signature": name, "name": struct_name(name), "members": members, "values": values})
+        structs.append({"signature": name, "name": struct_name(name), "enumerator": signature_enumerator(name),
+                        "members": members, "by_value": values})
     return structs

@@ -5,6 +5,7 @@ Writes, into --outdir:
   catalog.hpp          semiring tags, Op, KernelId, launch info, the (semiring, type, op) -> id table
   catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
+  kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
@@ -93,6 +94,7 @@ def build_kernels(env):
         k.op_enum = spec.OP_ENUM[k.op]
         k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
         k.type_host = spec.TYPE_HOST[k.type]
+        k.signature_enumerator = faces.signature_enumerator(spec.signature(k))
         k.base = next(b for b in kernels if (b.op, b.semiring, b.type, b.tile) == (k.op, k.semiring, k.type, None))
         k.source = render_fragment(env, k)
         if ")TROPICAL_SRC" in k.source:
@@ -163,7 +165,7 @@ def header_context(kernels):
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
     return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
             "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
-            "catalog_contents": catalog_contents(defaults)}
+            "catalog_contents": catalog_contents(defaults), "structs": faces.argument_structs()}
 
 
 def catalog_contents(defaults):
@@ -228,7 +230,7 @@ def main(argv=None):
     context = header_context(kernels)
 
     os.makedirs(args.outdir, exist_ok=True)
-    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"):
+    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
         text = env.get_template(name + ".j2").render(**context)
         write_if_changed(os.path.join(args.outdir, name), text)
     if args.fragments:
