@@ -6,6 +6,8 @@ Writes, into --outdir:
   catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
   kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
+  c_abi_enums.hpp      the C ABI's enums checked against the spec, and their dispatch to C++ types
+With --python-abi FILE it also writes the Python package's _abi.py (C enums, ctypes prototypes) there.
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
@@ -222,6 +224,7 @@ def main(argv=None):
     parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
     parser.add_argument("--outdir", required=True, help="folder for the generated headers")
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
+    parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
     args = parser.parse_args(argv)
 
@@ -233,6 +236,10 @@ def main(argv=None):
     for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
         text = env.get_template(name + ".j2").render(**context)
         write_if_changed(os.path.join(args.outdir, name), text)
+    text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
+    write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
+    if args.python_abi:
+        write_if_changed(args.python_abi, env.get_template("abi.py.j2").render(**faces.abi_py_context()))
     if args.fragments:
         os.makedirs(args.fragments, exist_ok=True)
         for k in kernels:

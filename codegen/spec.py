@@ -783,3 +783,24 @@ PARAM_DEVICE = {"in": "const value_t* __restrict__", "out": "value_t* __restrict
 PARAM_HOST = {"in": "const void*", "out": "void*", "index_in": "const std::int32_t*", "index_out": "std::int32_t*",
               "words_in": "const std::uint32_t*", "any_out": "void*", "i64": "long long", "i32": "int",
               "value": "const void*"}
+
+
+# ---------------------------------------------------------------- the C ABI's values
+# The value of each semiring, element type and op in the C ABI's enums (include/tropical/tropical.h:
+# TROPICAL_<SEMIRING>, TROPICAL_<TYPE>, TROPICAL_OP_<OP>). The values are the ABI: never renumber; a new
+# one takes the next free value. Packed booleans (BITS over B32) have calls of their own and no value.
+C_VALUE = {
+    Semiring.MAXPLUS: 0, Semiring.MINPLUS: 1, Semiring.MAXMUL: 2, Semiring.MAXMIN: 3, Semiring.MINMAX: 4,
+    Semiring.ANDOR: 5, Semiring.COUNTING: 6,
+    Type.F32: 0, Type.F64: 1, Type.I32: 2, Type.I64: 3, Type.U8: 4, Type.I16: 5,
+    Op.GEMM: 0, Op.GEMM_ARGMAX: 1, Op.BACKWARD_A: 2, Op.BACKWARD_B: 3, Op.GEMM_BATCHED: 4,
+    Op.GEMM_BATCHED_ARGMAX: 5, Op.BACKWARD_A_BATCHED: 6, Op.BACKWARD_B_BATCHED: 7,
+}
+# The name of each element type in NumPy, torch and CuPy (the Python package's dtype names).
+TYPE_ARRAY_NAME = {Type.F32: "float32", Type.F64: "float64", Type.I32: "int32", Type.I64: "int64", Type.U8: "uint8",
+                   Type.I16: "int16", Type.B32: "uint32"}
+
+
+def c_enumerator(x):
+    """The C ABI's enumerator of a semiring, type or op: TROPICAL_MAXPLUS, TROPICAL_F32, TROPICAL_OP_GEMM."""
+    return "TROPICAL_" + ("OP_" if isinstance(x, Op) else "") + x.value.upper()
