@@ -12,7 +12,7 @@ Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch 
 
 import torch
 
-from . import _einsum, _fast, _lib, _ops
+from . import _abi, _einsum, _fast, _lib, _ops
 from ._errors import Unavailable
 
 if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
@@ -163,8 +163,8 @@ class _Product(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, semiring):
-        s = _lib.SEMIRINGS.get(semiring)
-        found = _fast.torch_product(a, b, s, s == 5, True) if s is not None and s != 6 else None
+        s = _abi.SEMIRINGS.get(semiring)
+        found = _fast.torch_product(a, b, s, s == _abi.ANDOR, True) if s is not None and s != _abi.COUNTING else None
         c, argmax = found if found is not None else _ops.matmul_argmax(a, b, semiring)
         ctx.save_for_backward(a, b, argmax)
         ctx.semiring = semiring
@@ -181,7 +181,7 @@ class _Product(torch.autograd.Function):
         if ctx.semiring not in _PRODUCT_ROUTED:
             grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
             return grad_a, grad_b, None
-        found = _fast.torch_gradients(grad_c, argmax, a, b, _lib.SEMIRINGS[ctx.semiring], need_a, need_b)
+        found = _fast.torch_gradients(grad_c, argmax, a, b, _abi.SEMIRINGS[ctx.semiring], need_a, need_b)
         if found is None:
             found = (_ops.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None,
                      _ops.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None)
