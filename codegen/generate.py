@@ -25,25 +25,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faces  # noqa: E402
 import spec  # noqa: E402
 
-OP_TEMPLATE = {
-    spec.Op.GEMM: "gemm.cu.j2",
-    spec.Op.GEMM_ARGMAX: "gemm_argmax.cu.j2",
-    spec.Op.BACKWARD_A: "backward_a.cu.j2",
-    spec.Op.BACKWARD_B: "backward_b.cu.j2",
-    spec.Op.GEMM_BATCHED: "gemm_batched.cu.j2",
-    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched.cu.j2",
-    spec.Op.BACKWARD_A_BATCHED: "backward_a_batched.cu.j2",
-    spec.Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
-}
-
-# The quick tier's template per operation (ops with one tier have none).
-QUICK_TEMPLATE = {
-    spec.Op.GEMM: "gemm_quick.cu.j2",
-    spec.Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
-    spec.Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
-    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
-}
-
 ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}
 MUL_ENUM = {"add": "kAdd", "mul": "kMul", "min": "kMin", "max": "kMax", "and": "kAnd"}
 IDENTITY_ENUM = {"lowest": "kLowest", "highest": "kHighest", "zero": "kZero", "one": "kOne"}
@@ -62,7 +43,7 @@ def identity_value(name, type_):
 def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
-    template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
+    template_name = spec.QUICK_TEMPLATE[kernel.op] if quick else spec.OP_TEMPLATE[kernel.op]
     if s in spec.STRUCTURED_SEMIRINGS:
         template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
     return env.get_template(template_name).render(

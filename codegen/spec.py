@@ -170,6 +170,25 @@ OP_ENUM = {
     Op.BACKWARD_B_BATCHED: "kBackwardBBatched",
 }
 
+# The template of each operation's kernel (templates/), and of its quick tier (ops with one tier have none).
+OP_TEMPLATE = {
+    Op.GEMM: "gemm.cu.j2",
+    Op.GEMM_ARGMAX: "gemm_argmax.cu.j2",
+    Op.BACKWARD_A: "backward_a.cu.j2",
+    Op.BACKWARD_B: "backward_b.cu.j2",
+    Op.GEMM_BATCHED: "gemm_batched.cu.j2",
+    Op.GEMM_BATCHED_ARGMAX: "gemm_batched.cu.j2",
+    Op.BACKWARD_A_BATCHED: "backward_a_batched.cu.j2",
+    Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
+}
+
+QUICK_TEMPLATE = {
+    Op.GEMM: "gemm_quick.cu.j2",
+    Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
+    Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
+    Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
+}
+
 BACKWARD_OPS = (Op.BACKWARD_A, Op.BACKWARD_B, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
 BATCHED_OPS = (Op.GEMM_BATCHED, Op.GEMM_BATCHED_ARGMAX, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
 ARGMAX_OPS = (Op.GEMM_ARGMAX, Op.GEMM_BATCHED_ARGMAX)
