@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tropical/catalog.hpp"
@@ -38,9 +39,14 @@ void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, 
 /// not one block per output tile).
 void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args);
 
+/// Throws std::logic_error naming kernel `id`, launched with another kernel's argument list (a bug of the library's).
+[[noreturn]] void signature_mismatch(catalog::KernelId id);
+
 /// Throws std::logic_error (a bug of the library's) unless kernel `id` takes the parameter list `signature`:
-/// an argument struct filled for another kernel would launch it on garbage.
-void check_signature(catalog::KernelId id, catalog::Signature signature);
+/// an argument struct filled for another kernel would launch it on garbage. Inline: it runs on every launch.
+inline void check_signature(catalog::KernelId id, catalog::Signature signature) {
+  if (catalog::kSignatureOf[static_cast<std::size_t>(id)] != signature) [[unlikely]] signature_mismatch(id);
+}
 
 /// launch() with the arguments of a struct of tropical/kernel_args.hpp, checked against kernel `id`'s list.
 template <class Args>
