@@ -37,10 +37,10 @@ def argument_structs():
     """The context of templates/kernel_args.hpp.j2: one struct per signature, with the kernels it serves."""
     structs = []
     for name, params in spec.KERNEL_PARAMS.items():
-        members = [{"name": p.name, "host": spec.PARAM_HOST[p.kind],
-                    "pointer": f"const_cast<void*>({p.name})" if p.kind == "value" else f"&{p.name}"}
+        members = [{"name": p.member, "host": spec.PARAM_HOST[p.kind],
+                    "pointer": f"const_cast<void*>({p.member})" if p.kind == "value" else f"&{p.member}"}
                    for p in params]
-        values = [p.name for p in params if p.kind == "value"]
+        values = [p.member for p in params if p.kind == "value"]
         structs.append({"signature": name, "name": struct_name(name), "enumerator": signature_enumerator(name),
                         "members": members, "by_value": values})
     return structs

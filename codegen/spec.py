@@ -748,22 +748,28 @@ def bits_launch(tile):
 # ("index_out"); packed 32-bit words read ("words_in"); an output whose element the call chooses
 # ("any_out"); "i64" (sizes, leading dimensions, strides: long long); "i32" (transposes, flags: int);
 # "value" (one element of the type, by value; its argument is the element's address).
-Param = collections.namedtuple("Param", "name kind")
+Param = collections.namedtuple("Param", "name kind member")
 PARAM_KINDS = ("in", "out", "index_in", "index_out", "words_in", "any_out", "i64", "i32", "value")
 
 
 def _params(text):
-    """The Params of a list written "kind name name, kind name, ...", in order."""
+    """The Params of a list written "kind name name, kind name, ...", in order. A name written
+    "name:member" gives the argument struct's member another name than the kernel's parameter."""
     params = []
     for group in text.split(","):
         kind, *names = group.split()
         assert kind in PARAM_KINDS and names, group
-        params.extend(Param(name, kind) for name in names)
+        for name in names:
+            name, _, member = name.partition(":")
+            params.append(Param(name, kind, member or name))
     return tuple(params)
 
 
-_BACKWARD_PARAMS = "in grad_c, index_in argmax, in {x}, out grad_{y}, i64 m n kk ldgc ldargmax ld{x} ldg{y}, " \
-                   "i32 trans_a trans_b"
+# The backward passes of A and B take the same list but for the names of the operand they read and the
+# gradient they write: their structs name those members alike, so one launcher fills either.
+_BACKWARD_PARAMS = ("in grad_c, index_in argmax, in {x}:operand, out grad_{y}:grad, i64 m n kk ldgc ldargmax "
+                    "ld{x}:ld_operand ldg{y}:ld_grad, i32 trans_a trans_b")
+_BACKWARD_STRIDES = ", i64 stride_gc stride_argmax stride_{x}:stride_operand stride_g{y}:stride_grad batch"
 # Signature name -> parameter list: one per scalar op, one per structured semiring (all of its ops).
 KERNEL_PARAMS = {
     "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags"),
@@ -774,10 +780,8 @@ KERNEL_PARAMS = {
                             "i64 stride_a stride_b stride_c batch, value alpha beta, i32 flags"),
     "gemm_batched_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, "
                                    "i32 trans_a trans_b, i64 stride_a stride_b stride_c stride_argmax batch"),
-    "backward_a_batched": _params(_BACKWARD_PARAMS.format(x="b", y="a") + ", i64 stride_gc stride_argmax stride_b "
-                                  "stride_ga batch"),
-    "backward_b_batched": _params(_BACKWARD_PARAMS.format(x="a", y="b") + ", i64 stride_gc stride_argmax stride_a "
-                                  "stride_gb batch"),
+    "backward_a_batched": _params((_BACKWARD_PARAMS + _BACKWARD_STRIDES).format(x="b", y="a")),
+    "backward_b_batched": _params((_BACKWARD_PARAMS + _BACKWARD_STRIDES).format(x="a", y="b")),
     "counting": _params("in a_values a_counts b_values b_counts, out c_values c_counts, i64 m n kk lda_values "
                         "lda_counts ldb_values ldb_counts ldc_values ldc_counts, i32 trans_a trans_b, "
                         "i64 stride_a_values stride_a_counts stride_b_values stride_b_counts stride_c_values "

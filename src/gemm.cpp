@@ -92,15 +92,17 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
                        "cuMemsetD2D8Async");
   }
   if (!reads_c) return;
+  // backward_a and backward_b take one list (the operand not differentiated, the gradient): one fill for either.
+  const auto fill = [&]<class Args>() {
+    return Args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = p.m, .n = p.n,
+                .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .ld_operand = ld_operand, .ld_grad = ldgrad,
+                .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb)};
+  };
   if (s.wrt_a) {
-    catalog::BackwardAArgs args{.grad_c = grad_c, .argmax = argmax, .b = operand, .grad_a = grad, .m = p.m,
-                                .n = p.n, .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .ldb = ld_operand,
-                                .ldga = ldgrad, .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb)};
+    auto args = fill.template operator()<catalog::BackwardAArgs>();
     launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
   } else {
-    catalog::BackwardBArgs args{.grad_c = grad_c, .argmax = argmax, .a = operand, .grad_b = grad, .m = p.m,
-                                .n = p.n, .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .lda = ld_operand,
-                                .ldgb = ldgrad, .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb)};
+    auto args = fill.template operator()<catalog::BackwardBArgs>();
     launch_one_tier(id, device, grid, stream, args);
   }
 }
@@ -169,21 +171,18 @@ void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const 
   const int device =
       backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream, strides, batch);
   const Grid grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)};
-  const int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
+  // As launch_backward: one fill for either pass.
+  const auto launch_pass = [&]<class Args>() {
+    Args args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = p.m, .n = p.n, .kk = p.k,
+              .ldgc = ldgc, .ldargmax = ldargmax, .ld_operand = ld_operand, .ld_grad = ldgrad,
+              .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb), .stride_gc = strides.a,
+              .stride_argmax = strides.argmax, .stride_operand = strides.b, .stride_grad = strides.c, .batch = batch};
+    launch_one_tier(id, device, grid, stream, args);
+  };
   if (s.wrt_a) {
-    catalog::BackwardABatchedArgs args{.grad_c = grad_c, .argmax = argmax, .b = operand, .grad_a = grad, .m = p.m,
-                                       .n = p.n, .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .ldb = ld_operand,
-                                       .ldga = ldgrad, .trans_a = ta, .trans_b = tb, .stride_gc = strides.a,
-                                       .stride_argmax = strides.argmax, .stride_b = strides.b,
-                                       .stride_ga = strides.c, .batch = batch};
-    launch_one_tier(id, device, grid, stream, args);
+    launch_pass.template operator()<catalog::BackwardABatchedArgs>();
   } else {
-    catalog::BackwardBBatchedArgs args{.grad_c = grad_c, .argmax = argmax, .a = operand, .grad_b = grad, .m = p.m,
-                                       .n = p.n, .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .lda = ld_operand,
-                                       .ldgb = ldgrad, .trans_a = ta, .trans_b = tb, .stride_gc = strides.a,
-                                       .stride_argmax = strides.argmax, .stride_a = strides.b,
-                                       .stride_gb = strides.c, .batch = batch};
-    launch_one_tier(id, device, grid, stream, args);
+    launch_pass.template operator()<catalog::BackwardBBatchedArgs>();
   }
 }
 

@@ -87,7 +87,7 @@ class FacesTest(unittest.TestCase):
             body = re.search(r"struct " + struct + r" \{(.*?)\n\};", text, re.S)
             self.assertIsNotNone(body, struct)
             members = [m for m in re.findall(r"^  (.+) (\w+);$", body.group(1), re.M) if "static" not in m[0]]
-            self.assertEqual(members, [(spec.PARAM_HOST[p.kind], p.name) for p in params], struct)
+            self.assertEqual(members, [(spec.PARAM_HOST[p.kind], p.member) for p in params], struct)
             self.assertIn(f"std::array<void*, {len(params)}> pointers()", body.group(1), struct)
 
     def test_the_c_header_has_the_spec_enums(self):

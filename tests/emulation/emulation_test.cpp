@@ -237,9 +237,9 @@ TEST(Backward, both_passes_are_the_reference) {
     const int ta = flag(s.ta), tb = flag(s.tb);
     std::vector<float> got_a(a.size(), 0.f), got_b(b.size(), 0.f);
     // The kernels add into a zeroed gradient (the library clears it first), and read the other operand.
-    catalog::BackwardAArgs args_a{.grad_c = grad_c.data(), .argmax = arg.data(), .b = b.data(), .grad_a = got_a.data(),
-                                  .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx, .ldb = ldb, .ldga = lda,
-                                  .trans_a = ta, .trans_b = tb};
+    catalog::BackwardAArgs args_a{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = b.data(),
+                                  .grad = got_a.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                  .ld_operand = ldb, .ld_grad = lda, .trans_a = ta, .trans_b = tb};
     launch_kernel(id_of("tropical_backward_a_maxplus_f32"), "tuned", {m, n, k}, args_a);
     expect_equal(got_a, want_a, "backward_a");
     // backward_b's grid (src/gemm.cpp): x over row blocks of dC, y over strips of columns.
@@ -247,9 +247,9 @@ TEST(Backward, both_passes_are_the_reference) {
     const auto& shape = catalog::kInfo[static_cast<std::size_t>(b_id)].launch;
     const Dim3 grid{static_cast<unsigned>((m - 1) / shape.tile_m + 1), static_cast<unsigned>((n - 1) / shape.tile_n + 1),
                     1};
-    catalog::BackwardBArgs args_b{.grad_c = grad_c.data(), .argmax = arg.data(), .a = a.data(), .grad_b = got_b.data(),
-                                  .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx, .lda = lda, .ldgb = ldb,
-                                  .trans_a = ta, .trans_b = tb};
+    catalog::BackwardBArgs args_b{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = a.data(),
+                                  .grad = got_b.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                  .ld_operand = lda, .ld_grad = ldb, .trans_a = ta, .trans_b = tb};
     launch_kernel(b_id, "tuned", {m, n, k}, args_b, &grid);
     expect_equal(got_b, want_b, "backward_b");
   }
