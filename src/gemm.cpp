@@ -23,14 +23,13 @@ void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, 
   DeviceCheck devices;
   add_operands(devices, spans);
   const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
   // alpha and beta are read only when flags say so; an unused one still needs
   // a value of the element's size for the kernel's parameter list.
   const std::uint64_t unused = 0;
-  void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
-  void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
+  catalog::GemmArgs args{.a = a, .b = b, .c = c, .m = p.m, .n = p.n, .kk = p.k, .lda = p.lda, .ldb = p.ldb,
+                         .ldc = p.ldc, .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb),
+                         .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
+                         .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
 
@@ -51,9 +50,9 @@ void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Probl
   DeviceCheck devices;
   add_operands(devices, spans);
   const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+  catalog::GemmArgmaxArgs args{.a = a, .b = b, .c = c, .argmax = argmax, .m = p.m, .n = p.n, .kk = p.k,
+                               .lda = p.lda, .ldb = p.ldb, .ldc = p.ldc, .ldargmax = ldargmax,
+                               .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb)};
   launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
 }
 
@@ -93,12 +92,17 @@ void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem&
                        "cuMemsetD2D8Async");
   }
   if (!reads_c) return;
-  long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb};
+  // backward_a and backward_b take one list (the operand not differentiated, the gradient): one fill for either.
+  const auto fill = [&]<class Args>() {
+    return Args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = p.m, .n = p.n,
+                .kk = p.k, .ldgc = ldgc, .ldargmax = ldargmax, .ld_operand = ld_operand, .ld_grad = ldgrad,
+                .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb)};
+  };
   if (s.wrt_a) {
+    auto args = fill.template operator()<catalog::BackwardAArgs>();
     launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
   } else {
+    auto args = fill.template operator()<catalog::BackwardBArgs>();
     launch_one_tier(id, device, grid, stream, args);
   }
 }
@@ -123,18 +127,21 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   DeviceCheck devices;
   add_operands(devices, spans);
   const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
-  long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
+  const int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
   const Extent extent{p.m, p.n, p.k, batch};
   if (with_argmax) {
-    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &nb};
+    catalog::GemmBatchedArgmaxArgs args{.a = a, .b = b, .c = c, .argmax = argmax, .m = p.m, .n = p.n, .kk = p.k,
+                                        .lda = p.lda, .ldb = p.ldb, .ldc = p.ldc, .ldargmax = ldargmax,
+                                        .trans_a = ta, .trans_b = tb, .stride_a = strides.a, .stride_b = strides.b,
+                                        .stride_c = strides.c, .stride_argmax = strides.argmax, .batch = batch};
     launch(tile, device, extent, stream, args);
   } else {
     const std::uint64_t unused = 0;
-    void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
-    void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &nb, alpha, beta, &flags};
+    catalog::GemmBatchedArgs args{.a = a, .b = b, .c = c, .m = p.m, .n = p.n, .kk = p.k, .lda = p.lda,
+                                  .ldb = p.ldb, .ldc = p.ldc, .trans_a = ta, .trans_b = tb, .stride_a = strides.a,
+                                  .stride_b = strides.b, .stride_c = strides.c, .batch = batch,
+                                  .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
+                                  .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
     launch(tile, device, extent, stream, args);
   }
 }
@@ -163,12 +170,20 @@ void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const 
   if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
   const int device =
       backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream, strides, batch);
-  long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
-  long long sg = strides.a, sx = strides.argmax, so = strides.b, sr = strides.c, nb = batch;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
-  void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb, &sg, &sx, &so, &sr, &nb};
-  launch_one_tier(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
-         stream, args);
+  const Grid grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)};
+  // As launch_backward: one fill for either pass.
+  const auto launch_pass = [&]<class Args>() {
+    Args args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = p.m, .n = p.n, .kk = p.k,
+              .ldgc = ldgc, .ldargmax = ldargmax, .ld_operand = ld_operand, .ld_grad = ldgrad,
+              .trans_a = trans_flag(p.ta), .trans_b = trans_flag(p.tb), .stride_gc = strides.a,
+              .stride_argmax = strides.argmax, .stride_operand = strides.b, .stride_grad = strides.c, .batch = batch};
+    launch_one_tier(id, device, grid, stream, args);
+  };
+  if (s.wrt_a) {
+    launch_pass.template operator()<catalog::BackwardABatchedArgs>();
+  } else {
+    launch_pass.template operator()<catalog::BackwardBBatchedArgs>();
+  }
 }
 
 }  // namespace tropical::detail
