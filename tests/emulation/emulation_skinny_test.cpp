@@ -48,8 +48,7 @@ void check_skinny(const std::string& name, bool ties) {
       for (T& x : b) x = static_cast<T>(tiny(rng) + 2);
     }
     const std::string what = name + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-    const void *pa = a.data(), *pb = b.data();
-    int ta = c.ta == Trans::kYes, tb = c.tb == Trans::kYes;
+    const int ta = c.ta == Trans::kYes, tb = c.tb == Trans::kYes;
     const auto plain = id_of("tropical_gemm_batched_" + name + "_skinny");
     const auto with_argmax = id_of("tropical_gemm_batched_argmax_" + name + "_skinny");
     // Plain, then with C read back: C = alpha (x) (A (x) B) (+) beta (x) C_old.
@@ -58,9 +57,10 @@ void check_skinny(const std::string& name, bool ties) {
       const T alpha = flags ? T(1) : T(0), beta = flags ? T(2) : T(0);
       reference::gemm_batched<S, T>(c.ta, c.tb, m, n, k, flags ? alpha : reference::one<S, T>(), a.data(), lda, sa, b.data(), ldb,
                                     sb, flags ? beta : reference::zero<S, T>(), want.data(), ldc, sc, batch);
-      void* pc = got.data();
-      void* args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &batch,
-                      const_cast<T*>(&alpha), const_cast<T*>(&beta), &flags};
+      catalog::GemmBatchedArgs args{.a = a.data(), .b = b.data(), .c = got.data(), .m = m, .n = n, .kk = k,
+                                    .lda = lda, .ldb = ldb, .ldc = ldc, .trans_a = ta, .trans_b = tb, .stride_a = sa,
+                                    .stride_b = sb, .stride_c = sc, .batch = batch, .alpha = &alpha, .beta = &beta,
+                                    .flags = flags};
       launch_kernel(plain, "tuned", {m, n, k, batch}, args);
       expect_equal(got, want, what + " gemm flags " + std::to_string(flags));
     }
@@ -68,9 +68,10 @@ void check_skinny(const std::string& name, bool ties) {
     std::vector<std::int32_t> want_x(static_cast<std::size_t>(sx * batch), 7), got_x = want_x;
     reference::gemm_batched_argmax<S, T>(c.ta, c.tb, m, n, k, a.data(), lda, sa, b.data(), ldb, sb, want_c.data(), ldc,
                                          sc, want_x.data(), ldx, sx, batch);
-    void* pc = got_c.data();
-    void* px = got_x.data();
-    void* args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
+    catalog::GemmBatchedArgmaxArgs args{.a = a.data(), .b = b.data(), .c = got_c.data(), .argmax = got_x.data(),
+                                        .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc, .ldargmax = ldx,
+                                        .trans_a = ta, .trans_b = tb, .stride_a = sa, .stride_b = sb, .stride_c = sc,
+                                        .stride_argmax = sx, .batch = batch};
     launch_kernel(with_argmax, "tuned", {m, n, k, batch}, args);
     expect_equal(got_c, want_c, what + " argmax C");
     expect_equal(got_x, want_x, what + " argmax");
