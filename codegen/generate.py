@@ -44,10 +44,10 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
     template_name = spec.QUICK_TEMPLATE[kernel.op] if quick else spec.OP_TEMPLATE[kernel.op]
-    if isinstance(kernel.tile, spec.SkinnyTile):
-        template_name = "gemm_skinny.cu.j2"
     if s in spec.STRUCTURED_SEMIRINGS:
         template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
+    if isinstance(kernel.tile, spec.SkinnyTile):
+        template_name = spec.STRUCTURED_SKINNY_TEMPLATE[s] if s in spec.STRUCTURED_SEMIRINGS else "gemm_skinny.cu.j2"
     return env.get_template(template_name).render(
         template_name=template_name,
         k=kernel,

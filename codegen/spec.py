@@ -270,9 +270,11 @@ def catalog():
             if not exists(op, s, t):
                 continue
             kernels.append(Kernel(len(kernels), op, s, t))
+            skinny = (STRUCTURED_SKINNY_TILES.get(s, {}) if s in STRUCTURED_SEMIRINGS else SKINNY_TILES).get(op, {}).get(t)
             if s in STRUCTURED_SEMIRINGS:
+                if skinny:
+                    kernels.append(Kernel(len(kernels), op, s, t, skinny))
                 continue
-            skinny = SKINNY_TILES.get(op, {}).get(t)
             for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
     return kernels
@@ -721,6 +723,9 @@ STRUCTURED_OPS_OF = {Semiring.BITS: (Op.GEMM,)}
 STRUCTURED_CONCEPT[Semiring.BITS] = "BitsWord"
 STRUCTURED_WHY[Semiring.BITS] = ("its elements are bits packed 32 to a word", "tropical/bits.hpp",
                                  "the words of packed rows")
+# CountingTropical's skinny tile (templates/gemm_counting_skinny.cu.j2), taken as the scalar semirings' is.
+STRUCTURED_SKINNY_TILES = {Semiring.COUNTING: {Op.GEMM_BATCHED: SKINNY_TILES[Op.GEMM_BATCHED]}}
+STRUCTURED_SKINNY_TEMPLATE = {Semiring.COUNTING: "gemm_counting_skinny.cu.j2"}
 STRUCTURED_TEMPLATE = {Semiring.COUNTING: COUNTING_TEMPLATE, Semiring.BITS: {Op.GEMM: "bits_gemm.cu.j2"}}
 STRUCTURED_QUICK_TEMPLATE = {Semiring.COUNTING: COUNTING_QUICK_TEMPLATE,
                              Semiring.BITS: {Op.GEMM: "bits_gemm_quick.cu.j2"}}

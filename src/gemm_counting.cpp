@@ -16,6 +16,8 @@ void launch_gemm_counting(catalog::KernelId id, std::size_t elem_size, Trans ta,
   const bool batched = catalog::kInfo[index].op == Op::kGemmBatched;
   const CountingArrays arrays = check_counting(ta, tb, m, n, k, a, b, c, batch, batched, elem_size);
   if (arrays.array[4].bytes == 0) return;
+  // Few rows and many columns run on the skinny tile of the batched kernel (a single product as a batch of one).
+  id = batched ? catalog::pick_tile(id, m, n) : catalog::pick_product(id, m, n);
   const Extent extent{m, n, k, batch};
   check_grid(id, extent);
   DeviceCheck devices;

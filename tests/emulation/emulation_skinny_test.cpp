@@ -83,6 +83,44 @@ TEST(Skinny, maxplus_f32_ties_go_to_the_smallest_k) { check_skinny<MaxPlus, floa
 TEST(Skinny, minplus_f64_is_the_reference_bit_for_bit) { check_skinny<MinPlus, double>("minplus_f64", false); }
 TEST(Skinny, maxmul_f32_is_the_reference_bit_for_bit) { check_skinny<MaxMul, float>("maxmul_f32", true); }
 
+// CountingTropical's skinny tile: tied values (small integers) so that counts add up over many k, and counts
+// that are not powers of two, against the reference's one-pass (value, count) walk.
+template <class T>
+void check_counting_skinny(const std::string& name) {
+  std::mt19937_64 rng(43);
+  std::uniform_int_distribution<int> few(-2, 2), count(1, 5);
+  for (const Case& c : kCases) {
+    long long m = c.m, n = c.n, k = c.k, batch = 2;
+    long long lda = cols_of(c.ta, m, k) + 1, ldb = cols_of(c.tb, k, n) + 2, ldc = n + 3;
+    long long sa = rows_of(c.ta, m, k) * lda, sb = rows_of(c.tb, k, n) * ldb, sc = m * ldc;
+    const auto fill = [&](long long size, bool counts) {
+      std::vector<T> v(static_cast<std::size_t>(size * batch));
+      for (T& x : v) x = static_cast<T>(counts ? count(rng) : few(rng));
+      return v;
+    };
+    const std::vector<T> av = fill(sa, false), ac = fill(sa, true), bv = fill(sb, false), bc = fill(sb, true);
+    std::vector<T> want_v(static_cast<std::size_t>(sc * batch), T(7)), want_c = want_v, got_v = want_v,
+        got_c = want_v;
+    reference::gemm_batched_counting<T>(c.ta, c.tb, m, n, k, {av.data(), lda, ac.data(), lda, sa, sa},
+                                        {bv.data(), ldb, bc.data(), ldb, sb, sb},
+                                        {want_v.data(), ldc, want_c.data(), ldc, sc, sc}, batch);
+    catalog::CountingArgs args{.a_values = av.data(), .a_counts = ac.data(), .b_values = bv.data(),
+                               .b_counts = bc.data(), .c_values = got_v.data(), .c_counts = got_c.data(), .m = m,
+                               .n = n, .kk = k, .lda_values = lda, .lda_counts = lda, .ldb_values = ldb,
+                               .ldb_counts = ldb, .ldc_values = ldc, .ldc_counts = ldc,
+                               .trans_a = c.ta == Trans::kYes, .trans_b = c.tb == Trans::kYes,
+                               .stride_a_values = sa, .stride_a_counts = sa, .stride_b_values = sb,
+                               .stride_b_counts = sb, .stride_c_values = sc, .stride_c_counts = sc, .batch = batch};
+    launch_kernel(id_of("tropical_gemm_batched_counting_" + name + "_skinny"), "tuned", {m, n, k, batch}, args);
+    const std::string what = name + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    expect_equal(got_v, want_v, what + " counting values");
+    expect_equal(got_c, want_c, what + " counting counts");
+  }
+}
+
+TEST(Skinny, counting_f32_is_the_reference_bit_for_bit) { check_counting_skinny<float>("f32"); }
+TEST(Skinny, counting_f64_is_the_reference_bit_for_bit) { check_counting_skinny<double>("f64"); }
+
 TEST(Skinny, the_launcher_takes_it_for_few_rows_that_no_small_tile_holds) {
   using catalog::KernelId;
   using catalog::pick_product;
@@ -94,6 +132,8 @@ TEST(Skinny, the_launcher_takes_it_for_few_rows_that_no_small_tile_holds) {
   static_assert(pick_product(KernelId::kGemmArgmaxMinplusF64, 4, 100000) ==
                 KernelId::kGemmBatchedArgmaxMinplusF64TileSkinny);
   static_assert(pick_product(KernelId::kGemmMaxplusI32, 4, 100000) == KernelId::kGemmMaxplusI32);
+  static_assert(pick_product(KernelId::kGemmCountingF32, 3, 5000) == KernelId::kGemmBatchedCountingF32TileSkinny);
+  static_assert(pick_tile(KernelId::kGemmBatchedCountingF64, 9, 5000) == KernelId::kGemmBatchedCountingF64);
   SUCCEED();
 }
 
