@@ -9,124 +9,119 @@
 #include "tropical/jit/driver.hpp"
 
 namespace tropical::detail {
-void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a, const void* b,
-                 void* c, const Scaling& scaling, CUstream stream) {
+void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
   // A small product is a batch of one on a small tile: the batched launcher checks and launches it.
-  if (const catalog::KernelId small = catalog::pick_product(id, p.m, p.n); small != id) {
-    launch_gemm_batched(small, elem_size, p, a, b, c, nullptr, 0, Strides{}, 1, scaling, stream);
+  if (const catalog::KernelId small = catalog::pick_product(id, p.m(), p.n()); small != id) {
+    launch_gemm_batched(small, p, elem_size, stream);
     return;
   }
-  check_product(p, elem_size);
-  if (p.m == 0 || p.n == 0) return;
-  check_grid(id, Extent{p.m, p.n, p.k});
-  const ProductSpans spans = product_spans(p, Strides{}, 1, elem_size, a, b, c, nullptr, 0);
-  DeviceCheck devices;
-  add_operands(devices, spans);
-  const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
+  // check() in its two halves, the grid the device can launch between them.
+  if (!check_shapes(p, elem_size)) return;
+  check_grid(id, Extent{p.m(), p.n(), p.k()});
+  check_operands(p, elem_size);
+  const int device = device_of(spans(p, elem_size), stream);
+  const Scaling scaling = kernel_scaling(p.scaling);
+  const void* a = p.a.data;
+  const void* b = p.b.data;
+  void* c = p.c.data;
+  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld;
+  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans), flags = scaling.flags;
   // alpha and beta are read only when flags say so; an unused one still needs
   // a value of the element's size for the kernel's parameter list.
   const std::uint64_t unused = 0;
   void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
   void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
   void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
-  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
+  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
 }
 
-void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                        const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
-                        CUstream stream) {
-  if (const catalog::KernelId small = catalog::pick_product(id, p.m, p.n); small != id) {
-    launch_gemm_batched(small, elem_size, p, a, b, c, argmax, ldargmax, Strides{}, 1, {nullptr, nullptr, 0},
-                        stream);
+void launch_gemm_argmax(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
+  if (const catalog::KernelId small = catalog::pick_product(id, p.m(), p.n()); small != id) {
+    launch_gemm_batched(small, p, elem_size, stream);
     return;
   }
-  check_product(p, elem_size);
-  check_argmax(p, ldargmax);
-  if (p.m == 0 || p.n == 0) return;
-  check_non_null(argmax, "argmax");
-  check_grid(id, Extent{p.m, p.n, p.k});
-  const ProductSpans spans = product_spans(p, Strides{}, 1, elem_size, a, b, c, argmax, ldargmax);
-  DeviceCheck devices;
-  add_operands(devices, spans);
-  const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
+  // check() in its two halves, the grid the device can launch between them.
+  if (!check_shapes(p, elem_size)) return;
+  check_grid(id, Extent{p.m(), p.n(), p.k()});
+  check_operands(p, elem_size);
+  const int device = device_of(spans(p, elem_size), stream);
+  const void* a = p.a.data;
+  const void* b = p.b.data;
+  void* c = p.c.data;
+  std::int32_t* argmax = p.argmax->data;
+  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld, ldx = p.argmax->ld;
+  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans);
   void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-  launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
+  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
 }
 
-void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
-                     const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                     std::int64_t ldargmax, bool reads_operand, const void* operand,
-                     std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream) {
-  const BackwardShape s = check_backward(id, elem_size, p, ldgc, ldargmax, reads_operand, ld_operand, ldgrad);
-  if (!reads_operand) operand = nullptr;  // (+) semirings never read it
-  if (s.grad.rows == 0 || s.grad.cols == 0) return;
+void launch_backward(catalog::KernelId id, const Gradient<void>& g, std::size_t elem_size, CUstream stream) {
+  if (!check_shapes(g, elem_size)) return;
+  const bool wrt_a = g.wrt == Wrt::kA;
+  const void* grad_c = g.grad_c.data;
+  const std::int32_t* argmax = g.argmax.data;
+  const void* operand = g.reads_operand ? g.operand.data : nullptr;  // (+) semirings never read it
+  void* grad = g.grad.data;
+  const std::int64_t ldgrad = g.grad.ld;
   // The memset's pitch and width in bytes (the extent check bounds both).
   std::size_t pitch = 0, width = 0;
   if (__builtin_mul_overflow(static_cast<std::size_t>(ldgrad), elem_size, &pitch) ||
-      __builtin_mul_overflow(static_cast<std::size_t>(s.grad.cols), elem_size, &width)) {
+      __builtin_mul_overflow(static_cast<std::size_t>(g.grad.stored_cols()), elem_size, &width)) {
     invalid("the gradient's pitch overflows 64 bits");
   }
-  const bool reads_c = p.m > 0 && p.n > 0;
+  const Extent e{g.m(), g.n(), g.k()};
+  const bool reads_c = e.m > 0 && e.n > 0;
   // backward_a: blocks of 16 x 16 over dC, columns first (one block per tile of
   // C, as a product); backward_b: rows first, strips of 16 columns in grid y
   // (looped past 65535 by the kernel), so its atomics stay in L2.
   const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
   Grid grid{};
-  if (reads_c && s.wrt_a) {
-    check_grid(id, Extent{p.m, p.n, p.k});
+  if (reads_c && wrt_a) {
+    check_grid(id, e);
   } else if (reads_c) {
-    const std::int64_t gx = (p.m - 1) / launch_info.tile_m + 1, strips = (p.n - 1) / launch_info.tile_n + 1;
-    if (gx > 0x7fffffff) invalid("m = " + std::to_string(p.m) + " is too large for one launch");
+    const std::int64_t gx = (e.m - 1) / launch_info.tile_m + 1, strips = (e.n - 1) / launch_info.tile_n + 1;
+    if (gx > 0x7fffffff) invalid("m = " + std::to_string(e.m) + " is too large for one launch");
     grid = Grid{static_cast<unsigned>(gx), static_cast<unsigned>(std::min<std::int64_t>(strips, kMaxGridY)), 1};
   }
-  const int device = backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream);
+  check_operands(g, elem_size);  // check()'s second half, after the device's limits
+  const int device = device_of(spans(g, elem_size), stream);
   const auto& api = jit::driver::api();
   {
     // The kernel scatters with atomics, so the gradient starts from zero.
     jit::driver::ScopedContext context(device);
     jit::driver::check(api.cuMemsetD2D8Async(reinterpret_cast<CUdeviceptr>(grad), pitch, 0, width,
-                                             static_cast<std::size_t>(s.grad.rows), stream),
+                                             static_cast<std::size_t>(g.grad.stored_rows()), stream),
                        "cuMemsetD2D8Async");
   }
   if (!reads_c) return;
-  long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
+  long long m = e.m, n = e.n, k = e.k, ldg = g.grad_c.ld, ldx = g.argmax.ld, ldo = g.operand.ld, ldr = ldgrad;
+  int ta = trans_flag(wrt_a ? g.grad.trans : g.operand.trans), tb = trans_flag(wrt_a ? g.operand.trans : g.grad.trans);
   void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb};
-  if (s.wrt_a) {
-    launch(id, device, Extent{p.m, p.n, p.k}, stream, args);
+  if (wrt_a) {
+    launch(id, device, e, stream, args);
   } else {
     launch_one_tier(id, device, grid, stream, args);
   }
 }
 
-void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
-                         const Strides& strides, std::int64_t batch, const Scaling& scaling, CUstream stream) {
+void launch_gemm_batched(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
   const bool with_argmax = catalog::kInfo[static_cast<std::size_t>(id)].op == Op::kGemmBatchedArgmax;
-  const Extents e = check_product(p, elem_size);
-  const std::int64_t argmax_extent = with_argmax ? check_argmax(p, ldargmax) : 0;
-  if (batch < 0) invalid("negative batch " + std::to_string(batch));
-  check_batch("stride_a", strides.a, p.k > 0 ? e.a : 0, batch, elem_size, false);
-  check_batch("stride_b", strides.b, p.k > 0 ? e.b : 0, batch, elem_size, false);
-  check_batch("stride_c", strides.c, e.c, batch, elem_size, true);
-  if (with_argmax) check_batch("stride_argmax", strides.argmax, argmax_extent, batch, sizeof(std::int32_t), true);
-  if (p.m == 0 || p.n == 0 || batch == 0) return;
-  if (with_argmax) check_non_null(argmax, "argmax");
-  const catalog::KernelId tile = catalog::pick_tile(id, p.m, p.n);
-  check_grid(tile, Extent{p.m, p.n, p.k, batch});
-  const ProductSpans spans =
-      product_spans(p, strides, batch, elem_size, a, b, c, with_argmax ? argmax : nullptr, ldargmax);
-  DeviceCheck devices;
-  add_operands(devices, spans);
-  const int device = devices.device(stream);
-  long long m = p.m, n = p.n, k = p.k, lda = p.lda, ldb = p.ldb, ldc = p.ldc, ldx = ldargmax;
-  long long sa = strides.a, sb = strides.b, sc = strides.c, sx = strides.argmax, nb = batch;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb), flags = scaling.flags;
-  const Extent extent{p.m, p.n, p.k, batch};
+  const catalog::KernelId tile = catalog::pick_tile(id, p.m(), p.n());
+  if (!check_shapes(p, elem_size)) return;
+  const std::int64_t batch = p.batch;
+  check_grid(tile, Extent{p.m(), p.n(), p.k(), batch});
+  check_operands(p, elem_size);
+  const int device = device_of(spans(p, elem_size), stream);
+  const Scaling scaling = kernel_scaling(p.scaling);
+  const void* a = p.a.data;
+  const void* b = p.b.data;
+  void* c = p.c.data;
+  std::int32_t* argmax = with_argmax ? p.argmax->data : nullptr;
+  const Operand<std::int32_t> x = with_argmax ? *p.argmax : Operand<std::int32_t>{};
+  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld, ldx = x.ld;
+  long long sa = p.a.stride, sb = p.b.stride, sc = p.c.stride, sx = x.stride, nb = batch;
+  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans), flags = scaling.flags;
+  const Extent extent{p.m(), p.n(), p.k(), batch};
   if (with_argmax) {
     void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &nb};
     launch(tile, device, extent, stream, args);
@@ -139,33 +134,26 @@ void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Prob
   }
 }
 
-void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
-                             const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                             std::int64_t ldargmax, bool reads_operand, const void* operand,
-                             std::int64_t ld_operand, void* grad, std::int64_t ldgrad, const Strides& strides,
-                             std::int64_t batch, CUstream stream) {
-  const BackwardShape s = check_backward(id, elem_size, p, ldgc, ldargmax, reads_operand, ld_operand, ldgrad);
-  if (!reads_operand) operand = nullptr;
-  if (batch < 0) invalid("negative batch " + std::to_string(batch));
-  // Strides: a = dC, b = the operand read by MaxMul, c = the gradient.
-  check_batch("stride_gc", strides.a, s.gc_extent, batch, elem_size, false);
-  check_batch("stride_argmax", strides.argmax, s.argmax_extent, batch, sizeof(std::int32_t), false);
-  if (reads_operand) check_batch(s.wrt_a ? "stride_b" : "stride_a", strides.b, s.other_extent, batch, elem_size, false);
-  // Each thread owns a row (column) of one gradient: gradients must not overlap.
-  check_batch(s.wrt_a ? "stride_ga" : "stride_gb", strides.c, s.grad_extent, batch, elem_size, true);
-  if (s.grad.rows == 0 || s.grad.cols == 0 || batch == 0) return;
-  // The kernel zeroes the gradient itself; dC is read only if it has elements.
-  const bool reads_c = p.m > 0 && p.n > 0;
-  // One thread per row of op(dA) (m) or column of op(dB) (n); z walks the batch. Checked before the driver.
+void launch_backward_batched(catalog::KernelId id, const Gradient<void>& g, std::size_t elem_size,
+                             CUstream stream) {
+  if (!check_shapes(g, elem_size)) return;
+  const bool wrt_a = g.wrt == Wrt::kA;
+  const std::int64_t batch = g.batch;
+  const void* grad_c = g.grad_c.data;
+  const std::int32_t* argmax = g.argmax.data;
+  const void* operand = g.reads_operand ? g.operand.data : nullptr;
+  void* grad = g.grad.data;
+  // One thread per row of op(dA) (m) or column of op(dB) (n); z walks the batch; the kernel zeroes the
+  // gradient itself. Checked before the driver.
   const auto& launch_info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
-  const std::int64_t owners = s.wrt_a ? p.m : p.n;
+  const std::int64_t owners = wrt_a ? g.m() : g.n();
   const std::int64_t gx = (owners - 1) / launch_info.block_x + 1;
   if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
-  const int device =
-      backward_device(s, reads_c, grad_c, argmax, reads_operand, operand, grad, stream, strides, batch);
-  long long m = p.m, n = p.n, k = p.k, ldg = ldgc, ldx = ldargmax, ldo = ld_operand, ldr = ldgrad;
-  long long sg = strides.a, sx = strides.argmax, so = strides.b, sr = strides.c, nb = batch;
-  int ta = trans_flag(p.ta), tb = trans_flag(p.tb);
+  check_operands(g, elem_size);  // check()'s second half, after the device's limits
+  const int device = device_of(spans(g, elem_size), stream);
+  long long m = g.m(), n = g.n(), k = g.k(), ldg = g.grad_c.ld, ldx = g.argmax.ld, ldo = g.operand.ld, ldr = g.grad.ld;
+  long long sg = g.grad_c.stride, sx = g.argmax.stride, so = g.operand.stride, sr = g.grad.stride, nb = batch;
+  int ta = trans_flag(wrt_a ? g.grad.trans : g.operand.trans), tb = trans_flag(wrt_a ? g.operand.trans : g.grad.trans);
   void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb, &sg, &sx, &so, &sr, &nb};
   launch_one_tier(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
          stream, args);
