@@ -10,7 +10,7 @@ expressions (the targets of DESIGN.md's Python row; results in bench/RESULTS.md)
   python3 bench/python_step.py parts        the host time of each piece of a 64^3 step, torch's alike
   python3 bench/python_step.py kernels      1024^3: one step (CUDA events) against the sum of its kernels
   python3 bench/python_step.py argmax       8192^3 gemm_argmax rate: tropical.torch against the bare C call
-  python3 bench/python_step.py profile      torch.profiler of the 64^3 step: where its host time goes
+  python3 bench/python_step.py profile [N]  torch.profiler of the N^3 (64) step: host time per op, kernel times
   python3 bench/python_step.py all          every part
 
 Needs torch with a CUDA device (CuPy for its rows); libtropical through TROPICAL_LIBRARY or the package's
@@ -305,27 +305,32 @@ def parts_bench():
         print(f"  {name:44s} {spread(t)}")
 
 
-def profile():
+def profile(n=64):
+    """torch.profiler of the n^3 step: host time per op, and (CUDA activity) each kernel's device time."""
     import torch
-    rows, (a, b) = steps(64)
+    rows, (a, b) = steps(n)
     fn = rows["tropical.torch.maxplus_matmul"]
     for _ in range(20):
         fn()
     torch.cuda.synchronize()
     from torch.profiler import ProfilerActivity, profile as torch_profile
-    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(100):
             a.grad = b.grad = None
             fn()
         torch.cuda.synchronize()
-    print("\ntorch.profiler, 100 steps at 64^3 (CPU time; self and total per op, us over the 100 steps)")
+    print(f"\ntorch.profiler, 100 steps at {n}^3 (self CPU and CUDA time per op, us over the 100 steps)")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18, max_name_column_width=44))
+    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=12, max_name_column_width=44))
 
 
 def main(argv):
     what = argv[1] if len(argv) > 1 else "all"
     if what == "step":
         step(int(argv[2]) if len(argv) > 2 else 5)
+        return 0
+    if what == "profile" and len(argv) > 2:
+        profile(int(argv[2]))
         return 0
     parts = {"step": step, "ops": ops, "parts": parts_bench, "kernels": kernels, "argmax": argmax, "profile": profile}
     for name, fn in parts.items():

@@ -241,27 +241,57 @@ def torch_product(a, b, s, andor, want_argmax):
     return (c, arg) if want_argmax else c
 
 
-def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b):
-    """(dA or None, dB or None) of C = a (x) b as new tensors of the operands' shapes, from dC (any strides: a
-    broadcast dC is copied once, for both) and the forward's argmax; None for the general path."""
+def torch_product_for_grad(a, b, s):
+    """(C, argmax, layout) of a product whose gradient will be asked for: torch_product's work, and the layout
+    (operand() of each operand as used, those operands, batch, m, k, n, element type, device) that
+    torch_gradients then takes instead of deriving it again; None for the general path."""
     if _torch() is None:
         return None
     pair = _torch_pair(a, b, False)
     if pair is None or pair[0] not in _FLOATS:
         return None
-    name, device = pair
-    tensor = _cache["tensor"]
-    if type(grad_c) is not tensor or type(argmax) is not tensor or grad_c.dtype != a.dtype \
-            or argmax.dtype != _cache["int32"] or (device < 0) != (grad_c.is_cpu and argmax.is_cpu):
-        return None  # the library checks that dC and the argmax are on the operands' GPU
-    batched = a.dim() == 3 or b.dim() == 3
     found = _torch_batch(a, b)
     if found is None:
         return None
     oa, a, ob, b, batch, m, k, n = found
-    shape = (batch, m, n) if batched else (m, n)
+    name, device = pair
+    shape = (batch, m, n) if a.dim() == 3 or b.dim() == 3 else (m, n)
+    c = a.new_empty(shape)
+    arg = a.new_empty(shape, dtype=_cache["int32"])
+    if len(shape) == 3:
+        _launch_batched(s, _CODES[name], oa, ob, m, n, k, batch, a.data_ptr(), b.data_ptr(), c.data_ptr(),
+                        arg.data_ptr(), torch_stream(device) if device >= 0 else None)
+    else:
+        _launch(s, _CODES[name], oa[4:], ob[4:], m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(), arg.data_ptr(),
+                torch_stream(device) if device >= 0 else None)
+    return c, arg, (oa, a, ob, b, batch, m, k, n, _CODES[name], device, shape)
+
+
+def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b, layout=None):
+    """(dA or None, dB or None) of C = a (x) b as new tensors of the operands' shapes, from dC (any strides: a
+    broadcast dC is copied once, for both) and the forward's argmax; `layout` as torch_product_for_grad made
+    it (else derived here); None for the general path."""
+    if layout is None:
+        if _torch() is None:
+            return None
+        pair = _torch_pair(a, b, False)
+        if pair is None or pair[0] not in _FLOATS:
+            return None
+        found = _torch_batch(a, b)
+        if found is None:
+            return None
+        name, device = pair
+        oa, a_used, ob, b_used, batch, m, k, n = found
+        shape = (batch, m, n) if a.dim() == 3 or b.dim() == 3 else (m, n)
+        layout = (oa, a_used, ob, b_used, batch, m, k, n, _CODES[name], device, shape)
+    oa, a_used, ob, b_used, batch, m, k, n, t, device, shape = layout
+    tensor = _cache["tensor"]
+    if type(grad_c) is not tensor or type(argmax) is not tensor or grad_c.dtype != a_used.dtype \
+            or argmax.dtype != _cache["int32"] or (device < 0) != (grad_c.is_cpu and argmax.is_cpu):
+        return None  # the library checks that dC and the argmax are on the operands' GPU
     if grad_c.shape != shape or argmax.shape != shape:
         return None
+    batched = len(shape) == 3
     lgc = row_major(shape, grad_c.stride())
     if lgc is None:
         grad_c = grad_c.contiguous()
@@ -271,15 +301,15 @@ def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b):
         argmax = argmax.contiguous()
         lam = row_major(shape, argmax.stride())
     stream = torch_stream(device) if device >= 0 else None
-    t, gc, am = _CODES[name], grad_c.data_ptr(), argmax.data_ptr()
+    gc, am = grad_c.data_ptr(), argmax.data_ptr()
     grads = []
     for wrt_a, need in ((True, need_a), (False, need_b)):
         if not need:
             grads.append(None)
             continue
-        own, own_batch, other = (a, oa[0], b) if wrt_a else (b, ob[0], a)
+        own, own_batch, other = (a, oa[0], b_used) if wrt_a else (b, ob[0], a_used)
         rows, cols = (m, k) if wrt_a else (k, n)
-        grad = own.new_empty((batch, rows, cols) if batched else (rows, cols))
+        grad = a_used.new_empty((batch, rows, cols) if batched else (rows, cols))
         _launch_backward(wrt_a, s, t, oa, ob, m, n, k, batch, gc, lgc, am, lam, other.data_ptr(), grad.data_ptr(),
                          stream)
         if batched and own.dim() == 2:
@@ -316,17 +346,32 @@ def _cupy():
     return found
 
 
-def _cupy_strides(x, size):
-    """x's strides in elements, or None if one is no multiple of the (power of 2) itemsize."""
-    strides = x.strides
-    for stride in strides:
-        if stride % size:
-            return None
-    return tuple(stride // size for stride in strides)
+_cupy_layouts = {}  # (dtype, shapes, byte strides) -> what cupy_product needs of them, or False
+
+
+def _cupy_layout(info, shape_a, strides_a, shape_b, strides_b):
+    """(oa, ob, batch, m, k, n, C's shape) of two CuPy operands' shapes and byte strides (operand() of each),
+    or False where the general path must take them."""
+    if len(shape_a) not in (2, 3) or len(shape_b) not in (2, 3) or 0 in shape_a or 0 in shape_b:
+        return False
+    size = info[2]
+    if any(x % size for x in strides_a) or any(x % size for x in strides_b):
+        return False
+    oa = operand(shape_a, tuple(x // size for x in strides_a))
+    ob = operand(shape_b, tuple(x // size for x in strides_b))
+    if oa is None or ob is None:
+        return False
+    batch = _batch(oa[0], ob[0])
+    m, k, n = oa[2], oa[3], ob[3]
+    if batch is None or ob[2] != k:
+        return False
+    batched = len(shape_a) == 3 or len(shape_b) == 3
+    return oa, ob, batch, m, k, n, ((batch, m, n) if batched else (m, n))
 
 
 def cupy_product(a, b, s, andor, want_argmax):
-    """C (and argmax) of two 2-D or 3-D CuPy arrays (a batch of 1 broadcasts), or None for the general path."""
+    """C (and argmax) of two 2-D or 3-D CuPy arrays (a batch of 1 broadcasts), or None for the general path.
+    The mapping of a layout onto the C ABI's arguments is made once per layout (_cupy_layout)."""
     found = _cache.get("cupy") or _cupy()
     if found is None:
         return None
@@ -337,37 +382,52 @@ def cupy_product(a, b, s, andor, want_argmax):
     info = types.get(dtype)  # keyed by the dtype object: dtype.name costs ~3 us a call
     if info is None or info[1] != andor or b.dtype != dtype:
         return None
-    shape_a, shape_b = a.shape, b.shape
-    if len(shape_a) not in (2, 3) or len(shape_b) not in (2, 3) or 0 in shape_a or 0 in shape_b:
+    key = (dtype, a.shape, a.strides, b.shape, b.strides)
+    layout = _cupy_layouts.get(key)
+    if layout is None:
+        if len(_cupy_layouts) > 512:
+            _cupy_layouts.clear()
+        layout = _cupy_layouts[key] = _cupy_layout(info, *key[1:])
+    if not layout:
         return None
     device = a.data.device_id
     if device != b.data.device_id:
         return None
-    size = info[2]
-    sa, sb = _cupy_strides(a, size), _cupy_strides(b, size)
-    if sa is None or sb is None:
-        return None
-    oa, ob = operand(shape_a, sa), operand(shape_b, sb)
-    if oa is None or ob is None:
-        return None
-    batch = _batch(oa[0], ob[0])
-    m, k, n = oa[2], oa[3], ob[3]
-    if batch is None or ob[2] != k:
-        return None
     if get_device() != device:
         with sys.modules["cupy"].cuda.Device(device):
             return cupy_product(a, b, s, andor, want_argmax)
-    batched = len(shape_a) == 3 or len(shape_b) == 3
-    shape = (batch, m, n) if batched else (m, n)
+    oa, ob, batch, m, k, n, shape = layout
     c = ndarray(shape, dtype)  # cupy.empty(shape, dtype) without its Python frame
     arg = ndarray(shape, int32) if want_argmax else None
-    if batched:
+    if len(shape) == 3:
         _launch_batched(s, info[0], oa, ob, m, n, k, batch, a.data.ptr, b.data.ptr, c.data.ptr,
                         arg.data.ptr if want_argmax else 0, current_stream().ptr)
     else:
         _launch(s, info[0], oa[4:], ob[4:], m, n, k, a.data.ptr, b.data.ptr, c.data.ptr,
                 arg.data.ptr if want_argmax else 0, current_stream().ptr)
     return (c, arg) if want_argmax else c
+
+
+def _cupy_backward_layout(wrt_a, info, shapes, strides):
+    """(oa, ob, batch, m, k, n, dC's and the argmax's (batch stride, ld), the gradient's shape) of a backward
+    pass over CuPy arrays a, b, dC, argmax of these shapes and byte strides, or False for the general path."""
+    product = _cupy_layout(info, shapes[0], strides[0], shapes[1], strides[1])
+    if not product:
+        return False
+    oa, ob, batch, m, k, n, shape = product
+    if shapes[2] != shape or shapes[3] != shape or any(x % info[2] for x in strides[2]) \
+            or any(x % 4 for x in strides[3]):
+        return False
+    lgc = row_major(shape, tuple(x // info[2] for x in strides[2]))
+    lam = row_major(shape, tuple(x // 4 for x in strides[3]))
+    if lgc is None or lam is None:
+        return False
+    batched = len(shape) == 3
+    own_batch = oa[0] if wrt_a else ob[0]
+    if batched and (len(shapes[0 if wrt_a else 1]) == 2 or (own_batch == 1 and batch > 1)):
+        return False  # a broadcast operand's gradient is a sum over the batch: the general path does it
+    rows, cols = (m, k) if wrt_a else (k, n)
+    return oa, ob, batch, m, k, n, lgc, lam, ((batch, rows, cols) if batched else (rows, cols))
 
 
 def cupy_backward(wrt_a, grad_c, argmax, a, b, s):
@@ -383,36 +443,21 @@ def cupy_backward(wrt_a, grad_c, argmax, a, b, s):
     info = types.get(dtype)
     if info is None or info[0] > 1 or b.dtype != dtype or grad_c.dtype != dtype or argmax.dtype != int32:
         return None
-    shape_a, shape_b = a.shape, b.shape
-    if len(shape_a) not in (2, 3) or len(shape_b) not in (2, 3) or 0 in shape_a or 0 in shape_b:
+    shapes = (a.shape, b.shape, grad_c.shape, argmax.shape)
+    strides = (a.strides, b.strides, grad_c.strides, argmax.strides)
+    key = (wrt_a, dtype, shapes, strides)
+    layout = _cupy_layouts.get(key)
+    if layout is None:
+        if len(_cupy_layouts) > 512:
+            _cupy_layouts.clear()
+        layout = _cupy_layouts[key] = _cupy_backward_layout(wrt_a, info, shapes, strides)
+    if not layout:
         return None
     device = a.data.device_id  # dC's and the argmax's devices are checked by the library, with the operands'
-    if device != b.data.device_id:
+    if device != b.data.device_id or get_device() != device:
         return None
-    size = info[2]
-    sa, sb, sg, sx = _cupy_strides(a, size), _cupy_strides(b, size), _cupy_strides(grad_c, size), \
-        _cupy_strides(argmax, 4)
-    if sa is None or sb is None or sg is None or sx is None:
-        return None
-    oa, ob = operand(shape_a, sa), operand(shape_b, sb)
-    if oa is None or ob is None:
-        return None
-    batch = _batch(oa[0], ob[0])
-    m, k, n = oa[2], oa[3], ob[3]
-    batched = len(shape_a) == 3 or len(shape_b) == 3
-    shape = (batch, m, n) if batched else (m, n)
-    if batch is None or ob[2] != k or grad_c.shape != shape or argmax.shape != shape:
-        return None
-    lgc, lam = row_major(shape, sg), row_major(shape, sx)
-    if lgc is None or lam is None:
-        return None
-    own_batch = oa[0] if wrt_a else ob[0]
-    if batched and (len(shape_a if wrt_a else shape_b) == 2 or (own_batch == 1 and batch > 1)):
-        return None  # a broadcast operand's gradient is a sum over the batch: the general path does it
-    if get_device() != device:
-        return None
-    rows, cols = (m, k) if wrt_a else (k, n)
-    grad = ndarray((batch, rows, cols) if batched else (rows, cols), dtype)
+    oa, ob, batch, m, k, n, lgc, lam, grad_shape = layout
+    grad = ndarray(grad_shape, dtype)
     _launch_backward(wrt_a, s, info[0], oa, ob, m, n, k, batch, grad_c.data.ptr, lgc, argmax.data.ptr, lam,
                      (b if wrt_a else a).data.ptr, grad.data.ptr, current_stream().ptr)
     return grad

@@ -156,20 +156,44 @@ def _backward(ctx, grad_c, grad_argmax):
     return grad_a, grad_b, None
 
 
+def _forward_for_grad(ctx, a, b, semiring):
+    """(C, argmax) of a product autograd will differentiate; ctx keeps what the backward needs (the operands
+    saved, the fast path's layout so the backward does not derive it again)."""
+    s = _lib.SEMIRINGS.get(semiring)
+    found = _fast.torch_product_for_grad(a, b, s) if s is not None and s not in (5, 6) else None
+    if found is None:
+        c, argmax = _ops.matmul_argmax(a, b, semiring)
+        ctx.layout = None
+    else:
+        c, argmax, ctx.layout = found
+    ctx.semiring = semiring
+    ctx.set_materialize_grads(False)
+    return c, argmax
+
+
+def _gradients_for(ctx, grad_c, a, b, argmax):
+    """(dA, dB, None) of the product ctx describes (None where an input needs none)."""
+    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    if ctx.semiring not in _PRODUCT_ROUTED:
+        grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
+        return grad_a, grad_b, None
+    found = _fast.torch_gradients(grad_c, argmax, a, b, _lib.SEMIRINGS[ctx.semiring], need_a, need_b, ctx.layout)
+    if found is None:
+        found = (_ops.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None,
+                 _ops.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None)
+    return found[0], found[1], None
+
+
 class _Product(torch.autograd.Function):
-    """a (x) b and its argmax, differentiable in the product: the eager path of matmul with gradients. The same
-    work as the registered op and its autograd, without the dispatcher's and custom_op's wrappers around every
-    call (forward, backward_a and backward_b go straight to the library's fast path)."""
+    """a (x) b and its argmax, differentiable in the product: the eager path of matmul_argmax with gradients.
+    The same work as the registered op and its autograd, without the dispatcher's and custom_op's wrappers
+    around every call (forward and backward go straight to the library's fast path)."""
 
     @staticmethod
     def forward(ctx, a, b, semiring):
-        s = _lib.SEMIRINGS.get(semiring)
-        found = _fast.torch_product(a, b, s, s == 5, True) if s is not None and s != 6 else None
-        c, argmax = found if found is not None else _ops.matmul_argmax(a, b, semiring)
+        c, argmax = _forward_for_grad(ctx, a, b, semiring)
         ctx.save_for_backward(a, b, argmax)
-        ctx.semiring = semiring
         ctx.mark_non_differentiable(argmax)
-        ctx.set_materialize_grads(False)
         return c, argmax
 
     @staticmethod
@@ -177,15 +201,25 @@ class _Product(torch.autograd.Function):
         if grad_c is None:
             return None, None, None
         a, b, argmax = ctx.saved_tensors
-        need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        if ctx.semiring not in _PRODUCT_ROUTED:
-            grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
-            return grad_a, grad_b, None
-        found = _fast.torch_gradients(grad_c, argmax, a, b, _lib.SEMIRINGS[ctx.semiring], need_a, need_b)
-        if found is None:
-            found = (_ops.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None,
-                     _ops.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None)
-        return found[0], found[1], None
+        return _gradients_for(ctx, grad_c, a, b, argmax)
+
+
+class _Value(torch.autograd.Function):
+    """a (x) b alone, differentiable through its argmax, which ctx keeps (it is no output, so autograd tracks
+    one output instead of two): the eager path of matmul with gradients."""
+
+    @staticmethod
+    def forward(ctx, a, b, semiring):
+        c, ctx.argmax = _forward_for_grad(ctx, a, b, semiring)
+        ctx.save_for_backward(a, b)
+        return c
+
+    @staticmethod
+    def backward(ctx, grad_c):
+        if grad_c is None:
+            return None, None, None
+        a, b = ctx.saved_tensors
+        return _gradients_for(ctx, grad_c, a, b, ctx.argmax)
 
 
 _matmul_argmax.register_autograd(_backward, setup_context=_setup_context)
@@ -231,7 +265,7 @@ def matmul(a, b, semiring="maxplus"):
     plain = _plain_eager(a, b)
     if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
         if plain:
-            return _product(a, b, semiring)[0]
+            return _Value.apply(a, b, semiring.lower() if isinstance(semiring, str) else semiring)
         return _MATMUL_ARGMAX(a, b, semiring)[0]
     if plain:
         return _ops.matmul(a, b, semiring)
