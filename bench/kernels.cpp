@@ -60,7 +60,7 @@ class DeviceMemory {
 class BenchModule {
  public:
   BenchModule(std::string name, std::string source) : name_(std::move(name)), source_(std::move(source)) {
-    const jit::CompiledImage image = jit::compile({0, name_, source_, {}}, drv::device_arch(0));
+    const storage::CompiledImage image = jit::compile({0, name_, source_, {}}, drv::device_arch(0));
     drv::ScopedContext context(0);
     drv::check(drv::api().cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
   }

@@ -108,10 +108,10 @@ int cmd_warm(int argc, char** argv) {
   const WarmReport report = warm(arch, ids, threads, progress);
   if (!report.errors.empty() && report.unavailable == report.errors.size()) {
     // Every kernel failed for one reason: NVRTC is missing. Say it once.
-    std::fprintf(stderr, "%s\n", jit::terminal_safe(report.errors.front()).c_str());
+    std::fprintf(stderr, "%s\n", storage::terminal_safe(report.errors.front()).c_str());
     return kExitUnavailable;
   }
-  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", jit::terminal_safe(e).c_str());
+  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", storage::terminal_safe(e).c_str());
 
   // What warm is for is the entries it leaves on disk: count the ones missing, and those of them that this
   // process's own eviction removed (the cache is too small for them) apart from the rest (removed by
@@ -154,8 +154,8 @@ int cmd_warm(int argc, char** argv) {
     const auto say = [&](std::size_t n, const std::string& why) {
       if (n == 0) return;
       std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", n,
-                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", jit::terminal_safe(i.dir).c_str(),
-                   jit::terminal_safe(why).c_str());
+                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", storage::terminal_safe(i.dir).c_str(),
+                   storage::terminal_safe(why).c_str());
     };
     const std::size_t gone = not_stored - std::min(evicted_here, not_stored);
     // This process's stores evicted these: the limit cannot hold what warm was asked for.
@@ -276,7 +276,7 @@ int cmd_clear(int argc, char** argv) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   const auto removed = static_cast<std::size_t>(
-      reg.disk().remove_if([&](const jit::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
+      reg.disk().remove_if([&](const storage::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
   print(format("removed %s of %s from %s\n", count(removed, "entry", "entries").c_str(),
                count(ids.size(), "kernel").c_str(), i.dir.c_str()));
   return kExitOk;
@@ -295,7 +295,7 @@ int cmd_compile(int argc, char** argv) {
   const auto id = kernel_by_name(args.words()[0]);
   const int arch = target_arch(args);
   const auto start = std::chrono::steady_clock::now();
-  const jit::CompiledImage image = jit::compile(catalog::kKernels[id], arch);
+  const storage::CompiledImage image = jit::compile(catalog::kKernels[id], arch);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   print(format("compiled %s for sm_%d in %.1f ms: CUBIN %zu bytes, PTX %zu bytes (NVRTC %s)\n",

@@ -417,7 +417,7 @@ std::int64_t allowed_targets(std::string& lacking) {
   std::fprintf(stderr,
                "tropical: TROPICAL_CPU_ISA=%s is not one of scalar, sse4, avx2, avx512, neon; using the best "
                "instruction set of this CPU\n",
-               jit::terminal_safe(env).c_str());
+               storage::terminal_safe(env).c_str());
   return allowed;
 }
 

@@ -22,7 +22,7 @@ jit::Registry& create_registry();
 }  // namespace detail
 
 /// The process-wide registry of the generated catalog behind every product,
-/// with the disk cache configured from the environment (see CacheConfig::from_env).
+/// with the disk cache configured from the environment (see storage::CacheConfig::from_env).
 /// Created on first use and never destroyed; afterwards one acquire load.
 /// Never fails for the cache: a malformed TROPICAL_CACHE_MAX_SIZE warns once
 /// and keeps the default.

@@ -11,6 +11,6 @@
 namespace tropical::jit {
 
 /// The local directory tier under its name before the storage split.
-using DiskCache = LocalStore;
+using DiskCache = storage::LocalStore;
 
 }  // namespace tropical::jit

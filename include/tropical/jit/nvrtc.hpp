@@ -6,15 +6,12 @@
 #include <vector>
 
 #include "tropical/jit/kernel_source.hpp"
+#include "tropical/jit/storage/image.hpp"
 
 namespace tropical::jit {
 
-/// Machine code for one kernel and one target: CUBIN for the exact sm_XY, and
-/// PTX for a driver newer than the compiler.
-struct CompiledImage {
-  std::vector<std::byte> cubin;
-  std::string ptx;
-};
+/// The storage's image type: the compiler's output.
+using storage::CompiledImage;
 
 /// How much work NVRTC spends on a fragment's code.
 enum class Effort : std::uint8_t {

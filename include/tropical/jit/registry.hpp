@@ -26,6 +26,12 @@
 
 namespace tropical::jit {
 
+// The storage's types that the registry's interface takes, by their names in the jit core.
+using storage::CacheConfig;
+using storage::CacheKey;
+using storage::ImageParts;
+using storage::LogLevel;
+
 /// This process's activity for one kernel of a registry.
 struct KernelStats {
   std::uint64_t compiles = 0;    ///< compiles by NVRTC or by the driver's JIT of shipped PTX (any arch)
@@ -64,7 +70,7 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 ///
 /// First use of (kernel, device): the image for the device's sm_XY is taken
 /// from memory (the first tier: this registry's image slots), else the
-/// persistent tiers in order (Tiers: the local directory, then whatever the
+/// persistent tiers in order (storage::Tiers: the local directory, then whatever the
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
 /// compile_options()), then loaded with cuModuleLoadData in the device's
 /// primary context. Images are shared by devices of the same arch.
@@ -76,7 +82,7 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// the tiers (tropical warm, a layer) still serves first, and a JIT the
 /// driver refuses falls back to NVRTC. Both give the same arithmetic.
 ///
-/// Tiers (a TierConfig with a quick table; README, "First use"): a first use
+/// storage::Tiers (a TierConfig with a quick table; README, "First use"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
 /// quick kernel (compiled in ~0.1 s) and queues the tuned compile on a
 /// bounded background pool; once loaded, the tuned kernel replaces it for
@@ -101,7 +107,7 @@ class Registry {
   /// A registry over `catalog` (entry i must have id i) with the storage
   /// tiers configured by `cache` and first use set up by `tiers` (default:
   /// one kernel tier). Compiles nothing until asked.
-  Registry(Catalog catalog, CacheConfig cache, TierConfig tiers = {});
+  Registry(Catalog catalog, storage::CacheConfig cache, TierConfig tiers = {});
   /// Drops background jobs not started, waits for those running, unloads every module.
   ~Registry();
   Registry(const Registry&) = delete;
@@ -142,7 +148,7 @@ class Registry {
   /// `parts` is what the first call reads and verifies from a tier: warm()
   /// asks for the whole entry, so that a lower tier's entry with a damaged PTX
   /// is a miss it compiles (and stores) rather than a hit it cannot copy.
-  const CompiledImage& image(std::uint32_t id, int arch, Tier tier, ImageParts parts = ImageParts::kCubin);
+  const CompiledImage& image(std::uint32_t id, int arch, Tier tier, storage::ImageParts parts = storage::ImageParts::kCubin);
 
   /// Compiles `ids` (all kernels if empty) for sm_<arch> into memory and the
   /// disk cache on `threads` workers (0: one per core). Needs no GPU. Never
@@ -161,19 +167,19 @@ class Registry {
   Catalog catalog() const noexcept { return catalog_; }
 
   /// The local directory tier (statistics, clear, info, entry paths).
-  LocalStore& disk() noexcept { return tiers_->primary(); }
+  storage::LocalStore& disk() noexcept { return tiers_->primary(); }
 
   /// Every persistent tier, in lookup order.
-  Tiers& tiers() noexcept { return *tiers_; }
+  storage::Tiers& tiers() noexcept { return *tiers_; }
 
   /// The disk-cache key of kernel `id` (of one tier) for sm_<arch>; computing it loads no NVRTC.
-  CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
+  storage::CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
 
   /// The key under which a first use on a device of sm_<arch> stores the
   /// image the driver's JIT makes from kernel `id`'s shipped PTX of `tier`
   /// (kDriverJitOption, the PTX's digest and arch, the loader's jit_identity());
   /// nullopt if that tier ships no PTX for the arch or the loader has no JIT.
-  std::optional<CacheKey> jit_cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
+  std::optional<storage::CacheKey> jit_cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
 
   /// True if kernel `id` has a quick tier and the mode is not kTunedOnly.
   bool tiered(std::uint32_t id) const noexcept;
@@ -212,13 +218,13 @@ class Registry {
   // The image for a device: from shipped PTX through the driver's JIT where
   // the kernel ships it (an NVRTC image in the tiers still serves first), else image().
   const CompiledImage& device_image(std::uint32_t id, int device, int arch, Tier tier);
-  void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, ImageParts parts);
+  void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, storage::ImageParts parts);
   CompiledImage tracked_compile(std::uint32_t id, Tier tier, const std::function<CompiledImage()>& run);
   CompiledImage run_compiler(const KernelSource& kernel, int arch, Tier tier) const;
 
   Catalog catalog_;
   TierConfig tier_config_;
-  std::unique_ptr<Tiers> tiers_;
+  std::unique_ptr<storage::Tiers> tiers_;
   // Indexed id * kMaxDevices + device, in zero pages: a new registry makes no slot.
   AtomicPointers<const Resolved> current_;
   // The tuned kernel once it is published for every call (kernel()'s hot path), else null.

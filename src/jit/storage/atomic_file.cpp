@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 bool is_temp_name(std::string_view name) noexcept {
   if (!name.starts_with(kTempPrefix)) return false;
@@ -94,4 +94,4 @@ std::optional<Failure> AtomicFile::commit_if_absent() {
   return std::nullopt;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

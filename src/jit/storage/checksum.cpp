@@ -10,7 +10,7 @@
 
 #include <new>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 // Part of the entry format: changing the key or the IV changes every checksum
@@ -60,4 +60,4 @@ Checksum::Value Checksum::of(std::span<const std::byte> data) {
 
 Checksum::Value Checksum::of(std::string_view data) { return of(std::as_bytes(std::span<const char>(data))); }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -12,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string lower(std::string_view text) {
@@ -173,4 +173,4 @@ CacheConfig CacheConfig::from_env() {
   return config;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

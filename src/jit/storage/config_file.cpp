@@ -14,7 +14,7 @@
 #include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/trusted_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 // Sorted. The remote tier's keys are remote::config_key_of() of its settings (a test checks that they agree).
@@ -187,4 +187,4 @@ std::optional<std::string> conf_value(const std::filesystem::path& primary_dir, 
   return ConfigFile::load(primary_dir).get(key);
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

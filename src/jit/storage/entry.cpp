@@ -10,7 +10,7 @@
 #include "tropical/jit/storage/io.hpp"
 #include "tropical/jit/storage/key.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 constexpr std::array<char, 8> kMagic = {'T', 'R', 'O', 'P', 'J', 'I', 'T', '\n'};
@@ -174,4 +174,4 @@ std::optional<std::string> read_entry_key(int fd, std::uint64_t file_size, std::
   return key;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

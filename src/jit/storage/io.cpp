@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <system_error>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 // A file size limit (ulimit -f, systemd LimitFSIZE=) makes the kernel send
@@ -134,4 +134,4 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) noe
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -4,7 +4,7 @@
 
 #include "tropical/jit/storage/sha256.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 constexpr std::string_view kTag = "tropical.jit.CacheKey";
@@ -101,4 +101,4 @@ KeyMismatch key_mismatch(const CacheKey& stored, std::uint32_t stored_version, c
   return KeyMismatch::kNone;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -16,7 +16,7 @@
 #include "tropical/jit/storage/entry.hpp"
 #include "tropical/jit/storage/io.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 bool trusted_owner(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
@@ -159,4 +159,4 @@ std::filesystem::path prebuilt_layer_dir() {
 #endif
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

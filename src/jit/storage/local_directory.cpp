@@ -17,7 +17,7 @@
 #include "tropical/jit/storage/atomic_file.hpp"
 #include "tropical/jit/storage/entry.hpp"
 
-namespace tropical::jit::local {
+namespace tropical::storage::local {
 namespace {
 
 constexpr auto kStaleTempAge = std::chrono::hours(1);
@@ -309,4 +309,4 @@ std::string explain_absence(int dir_fd, const CacheKey& key) {
   return found;
 }
 
-}  // namespace tropical::jit::local
+}  // namespace tropical::storage::local

@@ -15,7 +15,7 @@
 #include "tropical/jit/storage/io.hpp"
 #include "tropical/jit/storage/key.hpp"
 
-namespace tropical::jit::local {
+namespace tropical::storage::local {
 
 /// Suffix of entry files: "<64 hex digits>.entry".
 inline constexpr std::string_view kEntrySuffix = ".entry";
@@ -93,4 +93,4 @@ std::optional<CacheKey> read_stored_key(int dir_fd, const std::string& name, std
 /// holds an entry of this kernel and arch made with another compiler, source, options or format; "" if none.
 std::string explain_absence(int dir_fd, const CacheKey& key);
 
-}  // namespace tropical::jit::local
+}  // namespace tropical::storage::local

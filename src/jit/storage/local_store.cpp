@@ -2,7 +2,7 @@
 
 #include "local_store_impl.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 LocalStore::LocalStore(CacheConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
@@ -151,4 +151,4 @@ TierInfo LocalStore::describe() const {
   return out;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

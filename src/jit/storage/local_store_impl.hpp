@@ -23,7 +23,7 @@
 #include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace local_store {
 
 using Clock = std::chrono::steady_clock;
@@ -303,4 +303,4 @@ struct LocalStore::Impl {
   }
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -6,7 +6,7 @@
 
 #include "local_store_impl.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 LocalStore::Impl::Impl(CacheConfig c) : config(std::move(c)), name("local " + config.dir.string()) {
   if (!config.enabled) return;
@@ -128,4 +128,4 @@ std::optional<Failure> LocalStore::Impl::open_locks() {
   return std::nullopt;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -15,7 +15,7 @@
 
 #include "tropical/jit/storage/atomic_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -164,4 +164,4 @@ void FileLock::unlock() noexcept {
   mutex_lock_.unlock();
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 LogLevel log_level_from_env() noexcept {
   const char* value = std::getenv("TROPICAL_LOG");
@@ -70,4 +70,4 @@ std::string terminal_safe(std::string_view text) {
   return replace_controls(text, [](char c) { return c == '\n' || c == '\t'; });
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -5,9 +5,9 @@
 #include <system_error>
 #include <utility>
 
-#include "tropical/jit/exit_guard.hpp"
+#include "tropical/jit/storage/exit_guard.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 struct Promotions::Job {
   CacheKey key;
@@ -131,4 +131,4 @@ void Promotions::run() noexcept {
   }
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

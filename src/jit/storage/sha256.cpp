@@ -8,11 +8,11 @@
 
 #include <new>
 
-struct tropical::jit::Sha256::State {
+struct tropical::storage::Sha256::State {
   SHA256_CTX ctx;
 };
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 Sha256::Sha256() : state_(new State) {
   if (SHA256_Init(&state_->ctx) != 1) {
@@ -56,4 +56,4 @@ std::string Sha256::hex(const Digest& digest) {
   return out;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

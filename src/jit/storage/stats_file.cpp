@@ -16,7 +16,7 @@
 #include "tropical/jit/storage/atomic_file.hpp"
 #include "tropical/jit/storage/lock_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -261,4 +261,4 @@ void StoreCounters::zero() {
   file_.zero();
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -5,7 +5,7 @@
 
 #include "tropical/jit/storage/sha256.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 StoreKey::StoreKey(const CacheKey& k)
     : key(k), serialized(k.serialize()), digest(Sha256::hex(Sha256::of(serialized))) {}
@@ -30,4 +30,4 @@ Lookup entry_miss(EntryStatus status, std::uint64_t bytes) {
   return Lookup{std::nullopt, Miss::kCorrupt, "corrupt entry (truncated, extended or a checksum mismatch)"};
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

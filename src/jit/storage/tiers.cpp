@@ -9,7 +9,7 @@
 #include "tropical/jit/storage/layer_store.hpp"
 #include "tropical/jit/storage/log.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string milliseconds(std::uint64_t ns) {
@@ -286,4 +286,4 @@ std::optional<CompiledImage> Tiers::find(const CacheKey& key, ImageParts parts) 
 
 bool Tiers::finish_promotions(std::chrono::milliseconds bound) { return promotions_.wait(bound); }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -10,7 +10,7 @@
 
 #include "tropical/jit/storage/io.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string kind_of(mode_t mode) {
@@ -88,4 +88,4 @@ TrustedRead read_trusted_file(const std::filesystem::path& path, const TrustRule
   return out;
 }
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

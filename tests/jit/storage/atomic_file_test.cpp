@@ -6,7 +6,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -136,4 +136,4 @@ TEST_F(AtomicFileTest, a_callers_own_blocked_and_pending_sigxfsz_stays_the_calle
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string hex(const Checksum::Value& value) {
@@ -76,4 +76,4 @@ TEST(Checksum, threads_checksumming_at_once_agree) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -15,7 +15,7 @@
 #include "test_support.hpp"
 #include "tropical/jit/storage/config.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -190,4 +190,4 @@ TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -8,7 +8,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -133,4 +133,4 @@ TEST_F(EntryTest, decode_from_memory_checks_what_a_file_read_checks) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

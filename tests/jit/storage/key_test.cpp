@@ -4,7 +4,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using test::make_key;
@@ -94,4 +94,4 @@ TEST(CacheKey, mismatch_names_the_most_telling_difference_first) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

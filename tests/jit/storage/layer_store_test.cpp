@@ -9,7 +9,7 @@
 #include "tropical/jit/storage/promotion.hpp"
 #include "tropical/jit/storage/tiers.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -272,4 +272,4 @@ TEST_F(LayerStoreTest, fallback_planted_as_a_symbolic_link_is_not_followed) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

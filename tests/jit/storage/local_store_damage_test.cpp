@@ -8,7 +8,7 @@
 #include "test_support.hpp"
 #include "tropical/jit/storage/checksum.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -382,4 +382,4 @@ TEST_F(LocalStoreTest, fifo_under_entry_name_does_not_block_the_reader) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

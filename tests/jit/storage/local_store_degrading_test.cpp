@@ -8,7 +8,7 @@
 #include "test_support.hpp"
 #include "tropical/jit/storage/atomic_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -273,4 +273,4 @@ TEST_F(LocalStoreTest, directory_planted_under_an_entry_name_is_named_and_left_a
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

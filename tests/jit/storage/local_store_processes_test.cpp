@@ -9,7 +9,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -376,4 +376,4 @@ TEST_F(LocalStoreTest, readers_racing_with_eviction_never_see_errors_or_wrong_im
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

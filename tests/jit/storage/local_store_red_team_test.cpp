@@ -8,7 +8,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -277,4 +277,4 @@ TEST_F(LocalStoreTest, truncating_the_statistics_file_under_a_running_process_gi
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -11,7 +11,7 @@
 #include "test_support.hpp"
 #include "tropical/jit/storage/atomic_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -389,4 +389,4 @@ TEST_F(LocalStoreTest, remove_if_takes_out_entries_of_every_compiler_and_never_a
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

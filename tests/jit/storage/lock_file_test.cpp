@@ -6,7 +6,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -161,4 +161,4 @@ TEST_F(LockFileTest, replaced_lock_file_is_locked_under_its_new_inode) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 bool has_control_but_newline_or_tab(const std::string& text) {
@@ -41,4 +41,4 @@ TEST(Log, a_log_line_with_escape_sequences_reaches_stderr_without_them) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -7,7 +7,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -230,4 +230,4 @@ TEST_F(StatsFileTest, a_stopped_lock_holder_costs_at_most_the_wait) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

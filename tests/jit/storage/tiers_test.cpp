@@ -10,7 +10,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -403,4 +403,4 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -13,7 +13,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -147,4 +147,4 @@ TEST_F(TrustedFileTest, directory_is_refused) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -9,7 +9,7 @@
 
 #include "tropical/jit/storage/io.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// Prefix of every temporary file the storage creates; no other tool uses it, so stale-file cleanup can
 /// never take someone else's file (mktemp's "tmp.*" included).
@@ -55,4 +55,4 @@ class AtomicFile {
   bool committed_ = false;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -8,7 +8,7 @@
 
 struct gcm128_context;
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// The checksum of cache entries: GMAC (AES-128-GCM's GHASH, a polynomial hash over GF(2^128)) under a
 /// fixed, published key, from libcrypto without an OpenSSL provider, about four times faster than SHA-256 on
@@ -40,4 +40,4 @@ class Checksum {
   gcm128_context* ctx_;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

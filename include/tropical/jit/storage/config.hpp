@@ -11,7 +11,7 @@
 #include "tropical/jit/storage/config_file.hpp"
 #include "tropical/jit/storage/log.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// The size limit when none is configured: 1 GiB.
 inline constexpr std::uint64_t kDefaultCacheMaxBytes = std::uint64_t{1} << 30;
@@ -61,4 +61,4 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) n
 /// source.
 std::vector<std::filesystem::path> parse_layers(std::string_view text, std::string_view source);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

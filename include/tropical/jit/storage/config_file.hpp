@@ -16,7 +16,7 @@
 // key and the value are dropped. Keys are lower-case words; an unknown key is kept (a newer version or
 // another tier may know it) and reported once per process. The environment overrides every key.
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// The file's name in the primary directory.
 inline constexpr std::string_view kConfigFileName = "tropical.conf";
@@ -75,4 +75,4 @@ class ConfigFile {
 /// their own settings (the environment should be checked first by the caller).
 std::optional<std::string> conf_value(const std::filesystem::path& primary_dir, std::string_view key);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

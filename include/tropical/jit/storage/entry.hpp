@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tropical/jit/nvrtc.hpp"
+#include "tropical/jit/storage/image.hpp"
 
 // The entry file format, all integers little-endian:
 //   magic[8] | u32 format version | u32 flags (0) | u64 key size | u64 cubin size | u64 ptx size
@@ -17,7 +17,7 @@
 // the driver refuses the CUBIN) neither reads nor hashes it. The main checksum covers every header byte
 // before it, the PTX checksum and size included, so a CUBIN-only load still verifies the whole header.
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// What a lookup reads and returns: the CUBIN alone (the start-up path; PTX left empty), or CUBIN and PTX.
 enum class ImageParts { kCubin, kCubinAndPtx };
@@ -64,4 +64,4 @@ EntryRead decode_entry(std::span<const std::uint8_t> bytes, std::string_view ser
 /// a miss, so the payload is neither read nor verified.
 std::optional<std::string> read_entry_key(int fd, std::uint64_t file_size, std::uint32_t* version = nullptr);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

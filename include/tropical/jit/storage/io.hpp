@@ -10,7 +10,7 @@
 // POSIX building blocks of the storage modules: an owned descriptor, whole
 // reads and writes, and the description of a failed operation.
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// An owned file descriptor, closed on destruction; movable, not copyable.
 class Fd {
@@ -63,4 +63,4 @@ int read_at(int fd, void* data, std::size_t size, std::uint64_t offset) noexcept
 /// Nanoseconds from start to now on the steady clock.
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) noexcept;
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// Version of the on-disk entry format; part of every key (3: GMAC checksums, 16-byte checksum fields).
 inline constexpr std::uint32_t kCacheFormatVersion = 3;
@@ -45,4 +45,4 @@ enum class KeyMismatch {
 /// stored_version, as CacheKey::parse reports it) and wanted (of kCacheFormatVersion).
 KeyMismatch key_mismatch(const CacheKey& stored, std::uint32_t stored_version, const CacheKey& wanted);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

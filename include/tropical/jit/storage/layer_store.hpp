@@ -7,7 +7,7 @@
 #include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/store.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// A read-only layer: a directory of entries made elsewhere (a container image, the install's prebuilt cache,
 /// a warm run as root), searched after the primary and never written, evicted or cleaned.
@@ -58,4 +58,4 @@ class LayerStore final : public Store {
 /// moved prefix still finds it); empty if the library's location is unknown.
 std::filesystem::path prebuilt_layer_dir();
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -13,7 +13,7 @@
 #include "tropical/jit/storage/stats_file.hpp"
 #include "tropical/jit/storage/store.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// What is in the cache directory now.
 struct CacheInfo {
@@ -129,4 +129,4 @@ class LocalStore final : public Store {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

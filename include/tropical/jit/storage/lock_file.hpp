@@ -11,7 +11,7 @@
 
 #include "tropical/jit/storage/io.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// What every lock file holds; a file under a lock file's name without it is someone else's and is never
 /// locked, rewritten or removed.
@@ -73,4 +73,4 @@ class FileLock {
   bool bad_file_ = false;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

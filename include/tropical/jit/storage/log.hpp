@@ -6,7 +6,7 @@
 // What the storage tells a person: warnings (each cause at most once per
 // process) and the decision log that TROPICAL_LOG turns on.
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// How much the decision log writes to stderr: nothing, one line per lookup decision, or also memory hits
 /// and lock waits.
@@ -47,4 +47,4 @@ std::string printable(std::string_view text);
 /// from outside (a path, a URL, a server's reply) reaches the terminal, however a line was built.
 std::string terminal_safe(std::string_view text);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "tropical/jit/nvrtc.hpp"
+#include "tropical/jit/storage/image.hpp"
 #include "tropical/jit/storage/log.hpp"
 #include "tropical/jit/storage/store.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// Copies of a lower tier's hit (a read-only layer, the remote) into the writable tiers above it, written on
 /// one background thread so that the first use the hit serves does not wait for the write (a whole entry,
@@ -66,4 +66,4 @@ class Promotions {
   pid_t owner_ = 0;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// SHA-256 (FIPS 180-4) from OpenSSL's libcrypto, incremental: update() any number of times, then digest().
 /// Uses no OpenSSL provider, so a new process pays no OpenSSL start-up.
@@ -39,4 +39,4 @@ class Sha256 {
   State* state_;
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

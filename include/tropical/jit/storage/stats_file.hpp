@@ -13,7 +13,7 @@
 
 #include "tropical/jit/storage/io.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// Counters of cache activity, for the process or the whole machine.
 struct CacheStats {
@@ -128,4 +128,4 @@ class StoreCounters {
   StatsFile file_;  // guarded by mutex_
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

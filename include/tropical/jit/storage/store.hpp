@@ -5,11 +5,11 @@
 #include <optional>
 #include <string>
 
-#include "tropical/jit/nvrtc.hpp"
+#include "tropical/jit/storage/image.hpp"
 #include "tropical/jit/storage/entry.hpp"
 #include "tropical/jit/storage/key.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// A key with its serialized bytes and digest, computed once per lookup and shared by every tier.
 struct StoreKey {
@@ -133,4 +133,4 @@ class Store {
   }
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

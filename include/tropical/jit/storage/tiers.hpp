@@ -14,7 +14,7 @@
 #include "tropical/jit/storage/promotion.hpp"
 #include "tropical/jit/storage/store.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// The image for key from the first tier that has it (copied up into the writable tiers above it), else
 /// compiled by compile() and stored in every writable tier. The first writable tier's single flight is taken
@@ -84,4 +84,4 @@ class Tiers {
   Promotions promotions_;  // last: destroyed first, writing what is queued while the tiers still exist
 };
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

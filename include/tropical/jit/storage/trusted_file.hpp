@@ -10,7 +10,7 @@
 // not writable by others, small), then read with a bounded read. Anything else is refused unread, with the
 // reason in words, so that the caller can warn once naming the file.
 
-namespace tropical::jit {
+namespace tropical::storage {
 
 /// What a trusted file must look like besides being a regular file owned by this user or root.
 struct TrustRule {
@@ -37,4 +37,4 @@ TrustedRead read_trusted_file(const std::filesystem::path& path, const TrustRule
 /// The mode bits of st_mode as four octal digits ("0644"), for reasons and messages.
 std::string octal_mode(unsigned mode);
 
-}  // namespace tropical::jit
+}  // namespace tropical::storage

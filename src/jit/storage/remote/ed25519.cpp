@@ -9,7 +9,7 @@
 
 #include "tropical/jit/storage/trusted_file.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using KeyPtr = std::shared_ptr<EVP_PKEY>;
@@ -190,4 +190,4 @@ TrustedKeys TrustedKeys::load_list(std::string_view paths, std::vector<std::stri
   return keys;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -11,7 +11,7 @@
 
 #include "tropical/jit/storage/remote/ed25519.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 // Creates path exclusively with mode, writes text, fsyncs; false with *error on failure
@@ -98,4 +98,4 @@ std::optional<KeyPairFiles> write_key_pair(const std::filesystem::path& dir, std
   return files;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

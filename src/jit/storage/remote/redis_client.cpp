@@ -4,7 +4,7 @@
 
 #include "tropical/jit/storage/log.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 // Idle connections kept for reuse; more concurrent callers get fresh ones, closed after use.
@@ -114,4 +114,4 @@ CallResult RedisClient::call(std::span<const std::string_view> args) {
   return result;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

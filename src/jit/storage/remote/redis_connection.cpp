@@ -20,7 +20,7 @@
 
 #include "redis_reply.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::duration_cast;
@@ -372,4 +372,4 @@ IoStatus RedisConnection::command(std::span<const std::string_view> args, Clock:
   return read_reply(deadline, reply, detail);
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -8,7 +8,7 @@
 
 #include "tropical/jit/storage/remote/redis_connection.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 // hiredis builds replies through these functions straight into RedisReply, not its own objects: a value is
@@ -84,4 +84,4 @@ long long announced_length(const char* bytes, std::size_t size) noexcept {
   return -1;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

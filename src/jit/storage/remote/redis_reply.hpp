@@ -9,7 +9,7 @@
 
 #include <cstddef>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// The reply-object functions for redisReaderCreateWithFunctions: the root a reader returns is a RedisReply*
 /// to delete (a null return from one of them is a reader error: out of memory, or an array too long).
@@ -19,4 +19,4 @@ redisReplyObjectFunctions* reply_functions() noexcept;
 /// (a nil "$-1", another kind of reply) or not all there yet; more than 18 digits: the largest long long.
 long long announced_length(const char* bytes, std::size_t size) noexcept;
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <limits>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 constexpr std::string_view kTcpScheme = "redis://";
@@ -149,4 +149,4 @@ std::optional<RedisEndpoint> parse_redis_url(std::string_view url, std::string* 
   return std::nullopt;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -11,7 +11,7 @@
 
 #include "tropical/jit/storage/log.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -255,4 +255,4 @@ std::optional<RemoteOptions> remote_options_from_env(std::uint32_t format, const
       format, warn ? warn : stderr_warnings());
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

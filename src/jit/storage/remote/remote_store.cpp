@@ -9,7 +9,7 @@
 
 #include "tropical/jit/storage/log.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::duration_cast;
@@ -416,4 +416,4 @@ void Lease::release() noexcept {
   store_ = nullptr;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -7,7 +7,7 @@
 #include "tropical/jit/storage/entry.hpp"
 #include "tropical/jit/storage/key.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 // Holds the fleet lease until the walk has published (or given up).
@@ -107,4 +107,4 @@ std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config) {
   return make_remote_tier(config, sources.get, sources.origin);
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

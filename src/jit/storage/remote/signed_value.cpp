@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 constexpr std::string_view kHeadMagic = "TRSG";
@@ -124,4 +124,4 @@ OpenedValue open_value(std::string* value, std::string_view redis_key, const Tru
   return opened;
 }
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

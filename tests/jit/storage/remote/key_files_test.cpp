@@ -14,7 +14,7 @@
 #include "redis_server.hpp"
 #include "tropical/jit/storage/remote/ed25519.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using testing::TempDir;
@@ -192,4 +192,4 @@ TEST(KeyFiles, private_key_others_can_read_is_refused_as_ssh_does) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

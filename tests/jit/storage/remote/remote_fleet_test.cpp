@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -187,4 +187,4 @@ TEST_F(RemoteFleet, keyless_machine_reads_nothing) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -9,7 +9,7 @@
 #include "tropical/jit/storage/remote/remote_store.hpp"
 #include "warnings.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -155,4 +155,4 @@ TEST_F(RemoteLeaseTest, remote_options_bound_the_total_wait_at_three_waits) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -18,7 +18,7 @@
 
 #include "tropical/jit/storage/remote/remote_store.hpp"
 
-using namespace tropical::jit::remote;
+using namespace tropical::storage::remote;
 
 int main(int argc, char** argv) {
   auto options = remote_options_from_env(2, stderr_warnings());

@@ -16,7 +16,7 @@
 #include "tropical/jit/storage/tiers.hpp"
 #include "warnings.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using testing::RedisServer;
@@ -240,4 +240,4 @@ TEST_F(RemoteTierTest, tiers_take_the_remote_from_tropical_conf_where_the_enviro
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -8,7 +8,7 @@
 
 #include "tropical/jit/storage/remote/redis_client.hpp"
 
-namespace tropical::jit::remote::testing {
+namespace tropical::storage::remote::testing {
 
 class Warnings {
  public:
@@ -38,4 +38,4 @@ class Warnings {
   std::vector<std::string> lines_;
 };
 
-}  // namespace tropical::jit::remote::testing
+}  // namespace tropical::storage::remote::testing

@@ -12,7 +12,7 @@
 // OpenSSL's EVP_PKEY, declared here so that users of this header need no OpenSSL headers.
 struct evp_pkey_st;
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// The 32 raw bytes of an ed25519 public key (RFC 8032).
 using PublicKeyBytes = std::array<std::uint8_t, 32>;
@@ -93,4 +93,4 @@ class TrustedKeys {
   std::vector<PublicKey> keys_;
 };
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

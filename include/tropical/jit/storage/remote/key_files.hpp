@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// The file names write_key_pair uses inside its directory.
 inline constexpr const char* kPrivateKeyFile = "tropical-remote-signing.pem";
@@ -22,4 +22,4 @@ struct KeyPairFiles {
 /// with *error set. Never throws.
 std::optional<KeyPairFiles> write_key_pair(const std::filesystem::path& dir, std::string* error);
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

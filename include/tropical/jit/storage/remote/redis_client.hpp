@@ -14,7 +14,7 @@
 #include "tropical/jit/storage/remote/redis_connection.hpp"
 #include "tropical/jit/storage/remote/redis_url.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// Receives each warning line (ending in '\n'); called with no lock of the caller held.
 using WarningSink = std::function<void(const std::string& line)>;
@@ -85,4 +85,4 @@ class RedisClient {
   std::set<IoStatus> warned_;
 };
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

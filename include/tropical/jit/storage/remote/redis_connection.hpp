@@ -10,7 +10,7 @@
 
 #include "tropical/jit/storage/remote/redis_url.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// The clock every remote deadline is measured on.
 using Clock = std::chrono::steady_clock;
@@ -74,4 +74,4 @@ class RedisConnection {
   std::unique_ptr<Reader> reader_;
 };
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// Where a Redis server listens: a TCP host and port, or a unix socket path, and the database number.
 struct RedisEndpoint {
@@ -28,4 +28,4 @@ struct RedisEndpoint {
 /// reason for anything else; never throws.
 std::optional<RedisEndpoint> parse_redis_url(std::string_view url, std::string* error = nullptr);
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -13,7 +13,7 @@
 #include "tropical/jit/storage/remote/ed25519.hpp"
 #include "tropical/jit/storage/remote/redis_client.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// A step of RemoteStore::begin that a test may order other nodes' actions around.
 enum class FlightStep {
@@ -97,4 +97,4 @@ std::optional<RemoteOptions> remote_options_from_env(std::uint32_t format, const
 /// Parses a duration as remote_options() does ("250ms", "30d", "60"); nullopt if malformed.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

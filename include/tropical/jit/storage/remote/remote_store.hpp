@@ -12,7 +12,7 @@
 #include "tropical/jit/storage/remote/remote_config.hpp"
 #include "tropical/jit/storage/remote/signed_value.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// Counters of one RemoteStore (this process's traffic with the fleet cache).
 struct RemoteStats {
@@ -155,4 +155,4 @@ class RemoteStore {
 /// A short name of outcome ("hit", "miss", ...).
 std::string_view to_string(LookupOutcome outcome) noexcept;
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

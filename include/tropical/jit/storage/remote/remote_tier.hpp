@@ -10,7 +10,7 @@
 #include "tropical/jit/storage/remote/remote_store.hpp"
 #include "tropical/jit/storage/store.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// The fleet tier as one of the cache's tiers (placed last, after the primary and the layers): a lookup is a
 /// verified remote entry decoded and checked like a file entry, a store publishes the entry, and the single
@@ -62,4 +62,4 @@ std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const Se
 /// primary's tropical.conf) that the environment does not set (environment_then_file()); nullptr when off.
 std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config);
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -7,7 +7,7 @@
 
 #include "tropical/jit/storage/remote/ed25519.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 
 /// A remote value is `entry bytes | trailer` (kTrailerSize bytes, integers little-endian):
 ///   "TRSG" | u8 version (1) | u8 scheme (0 unsigned, 1 ed25519) | u16 0 | u64 entry size
@@ -49,4 +49,4 @@ struct OpenedValue {
 OpenedValue open_value(std::string* value, std::string_view redis_key, const TrustedKeys& trusted,
                        bool allow_unsigned) noexcept;
 
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

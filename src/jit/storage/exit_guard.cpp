@@ -1,4 +1,4 @@
-#include "tropical/jit/exit_guard.hpp"
+#include "tropical/jit/storage/exit_guard.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
-namespace tropical::jit::exit_guard {
+namespace tropical::storage::exit_guard {
 namespace {
 
 // Why exit waits: NVRTC's exit handlers free state that a compile running on
@@ -107,4 +107,4 @@ Scope::~Scope() {
   if (!exiting) register_again();
 }
 
-}  // namespace tropical::jit::exit_guard
+}  // namespace tropical::storage::exit_guard
