@@ -20,9 +20,9 @@
 #include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
-#include "tropical/jit/storage/checksum.hpp"
-#include "tropical/jit/storage/sha256.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/checksum.hpp"
+#include "tropical/storage/sha256.hpp"
+#include "tropical/storage/tiers.hpp"
 
 namespace {
 

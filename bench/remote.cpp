@@ -18,9 +18,9 @@
 #include <string>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/remote_store.hpp"
-#include "tropical/jit/storage/remote/remote_tier.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_tier.hpp"
+#include "tropical/storage/tiers.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <new>
 
 #include "tropical/error.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace tropical::c_api {
 namespace {

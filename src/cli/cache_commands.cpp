@@ -17,7 +17,7 @@
 #include "output.hpp"
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 

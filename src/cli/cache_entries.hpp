@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tropical/jit/storage/key.hpp"
+#include "tropical/storage/key.hpp"
 #include "tropical/jit/tiers.hpp"
 
 namespace tropical::cli {

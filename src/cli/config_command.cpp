@@ -10,9 +10,9 @@
 
 #include "commands.hpp"
 #include "output.hpp"
-#include "tropical/jit/storage/config_file.hpp"
-#include "tropical/jit/storage/log.hpp"
-#include "tropical/jit/storage/remote/remote_config.hpp"
+#include "tropical/storage/config_file.hpp"
+#include "tropical/storage/log.hpp"
+#include "tropical/storage/remote/remote_config.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace tropical::cli {
 

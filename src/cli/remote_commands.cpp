@@ -6,9 +6,9 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/jit/nvrtc.hpp"
-#include "tropical/jit/storage/log.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
-#include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/storage/log.hpp"
+#include "tropical/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/remote_tier.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 

@@ -17,7 +17,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/error.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 // SSSE3 and AVX3_DL add nothing to max/min/add over SSE4 and AVX3 (AVX-512);
 // SVE and RVV have sizeless vectors, which cannot be held in the tile's arrays

@@ -9,7 +9,7 @@
 #include "registry_parts.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/exit_guard.hpp"
-#include "tropical/jit/storage/io.hpp"
+#include "tropical/storage/io.hpp"
 
 namespace tropical::jit {
 namespace {

@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "tropical/jit/registry.hpp"
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 #include "tropical/runtime.hpp"
 
 namespace tropical {

@@ -3,10 +3,10 @@
 // The disk cache is the storage module set under tropical/jit/storage/; this
 // header keeps the names code written before the split includes.
 
-#include "tropical/jit/storage/config.hpp"
-#include "tropical/jit/storage/key.hpp"
-#include "tropical/jit/storage/local_store.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/config.hpp"
+#include "tropical/storage/key.hpp"
+#include "tropical/storage/local_store.hpp"
+#include "tropical/storage/tiers.hpp"
 
 namespace tropical::jit {
 

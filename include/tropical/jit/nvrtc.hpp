@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tropical/jit/kernel_source.hpp"
-#include "tropical/jit/storage/image.hpp"
+#include "tropical/storage/image.hpp"
 
 namespace tropical::jit {
 

@@ -18,9 +18,9 @@
 #include "tropical/jit/device_loader.hpp"
 #include "tropical/jit/kernel_source.hpp"
 #include "tropical/jit/nvrtc.hpp"
-#include "tropical/jit/storage/config.hpp"
-#include "tropical/jit/storage/local_store.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/config.hpp"
+#include "tropical/storage/local_store.hpp"
+#include "tropical/storage/tiers.hpp"
 #include "tropical/jit/tiers.hpp"
 #include "tropical/jit/zero_pages.hpp"
 

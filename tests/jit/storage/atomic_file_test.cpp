@@ -1,6 +1,6 @@
 // Atomic files: our own temporary names, whole-or-nothing commits, and a file
 // size limit that gives EFBIG instead of SIGXFSZ (no signal is masked here).
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
 #include <gtest/gtest.h>
 

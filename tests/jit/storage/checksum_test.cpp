@@ -1,6 +1,6 @@
 // The entry checksum (GMAC from libcrypto under the format's fixed key):
 // pinned values, any split, and every flipped bit of a 77 kB image seen.
-#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/storage/checksum.hpp"
 
 #include <gtest/gtest.h>
 

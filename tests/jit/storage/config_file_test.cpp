@@ -1,5 +1,5 @@
 // tropical.conf: parsing, unknown keys kept, atomic save, trust, and its place below the environment.
-#include "tropical/jit/storage/config_file.hpp"
+#include "tropical/storage/config_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/config.hpp"
+#include "tropical/storage/config.hpp"
 
 namespace tropical::storage {
 namespace {

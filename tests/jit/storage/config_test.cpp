@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/config.hpp"
+#include "tropical/storage/config.hpp"
 
 #include <gtest/gtest.h>
 

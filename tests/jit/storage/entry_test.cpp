@@ -1,6 +1,6 @@
 // The entry format: round trips, verification, and the size bound that
 // rejects a crafted 2 GiB file without reading it.
-#include "tropical/jit/storage/entry.hpp"
+#include "tropical/storage/entry.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/key.hpp"
+#include "tropical/storage/key.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The local directory tier against damaged entries (every kind of damage, old formats, another
 // key under the name) and its file-security rules (modes, symlinks, owners, FIFOs).
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/storage/checksum.hpp"
 
 namespace tropical::storage {
 namespace {

@@ -1,12 +1,12 @@
 // The local directory tier degrading with one warning and never failing the caller: unusable paths,
 // file-size limits, full disks, removed directories, a disabled cache.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
 namespace tropical::storage {
 namespace {

@@ -1,6 +1,6 @@
 // The local directory tier under several processes and threads, writers killed at each stage,
 // and the size limit (eviction racing with readers).
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 

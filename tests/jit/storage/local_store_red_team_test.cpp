@@ -1,6 +1,6 @@
 // Issue 10's red-team families against the local directory tier: nothing in the cache directory can
 // kill, freeze or rob the caller. No signal is masked or ignored by these tests.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The local directory tier, one process: hits, misses, parts of an entry, write stages, statistics,
 // clear, info, remove and listing. The other families are in local_store_*_test.cpp beside it.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
 namespace tropical::storage {
 namespace {

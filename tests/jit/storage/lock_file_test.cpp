@@ -1,6 +1,6 @@
 // Lock files: created whole with their magic, never a planted FIFO, symlink
 // or foreign file, and every wait bounded (a SIGSTOPped holder included).
-#include "tropical/jit/storage/lock_file.hpp"
+#include "tropical/storage/lock_file.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The warning and log sinks (src/jit/storage/log.cpp): one warning per (problem, subject), and nothing a
 // terminal would act on reaches stderr, however the line was built.
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 #include <gtest/gtest.h>
 

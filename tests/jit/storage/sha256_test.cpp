@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/sha256.hpp"
+#include "tropical/storage/sha256.hpp"
 
 #include <gtest/gtest.h>
 

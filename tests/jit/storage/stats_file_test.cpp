@@ -1,7 +1,7 @@
 // The statistics file: locked read-modify-write, exact under threads and
 // processes, and nothing a truncation or a foreign file can turn into a
 // signal or a rewrite of someone else's file.
-#include "tropical/jit/storage/stats_file.hpp"
+#include "tropical/storage/stats_file.hpp"
 
 #include <gtest/gtest.h>
 

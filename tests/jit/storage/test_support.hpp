@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "tropical/jit/storage/local_store.hpp"
-#include "tropical/jit/storage/sha256.hpp"
+#include "tropical/storage/local_store.hpp"
+#include "tropical/storage/sha256.hpp"
 
 namespace tropical::storage::test {
 

@@ -1,7 +1,7 @@
 // The walk over the ordered list of tiers: promotion of a lower tier's hit,
 // compiling without storing when the single flight is not ours, and the
 // decision log (TROPICAL_LOG) explaining each miss in one line.
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/tiers.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The one door for trusted files: what is read, and everything refused unread and without
 // blocking: FIFOs, devices, links, huge or sparse files, files others can write, other users' files, private
 // keys others can read.
-#include "tropical/jit/storage/trusted_file.hpp"
+#include "tropical/storage/trusted_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

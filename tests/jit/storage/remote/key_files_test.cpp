@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <future>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/ed25519.hpp"
+#include "tropical/storage/remote/ed25519.hpp"
 
 namespace tropical::storage::remote {
 namespace {

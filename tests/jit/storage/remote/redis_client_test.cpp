@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/redis_client.hpp"
+#include "tropical/storage/remote/redis_client.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

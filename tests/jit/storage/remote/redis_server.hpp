@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "tropical/jit/storage/remote/redis_connection.hpp"
-#include "tropical/jit/storage/remote/redis_url.hpp"
+#include "tropical/storage/remote/redis_connection.hpp"
+#include "tropical/storage/remote/redis_url.hpp"
 
 namespace tropical::storage::remote::testing {
 

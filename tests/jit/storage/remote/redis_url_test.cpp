@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/redis_url.hpp"
+#include "tropical/storage/remote/redis_url.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/remote_config.hpp"
+#include "tropical/storage/remote/remote_config.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <map>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
 namespace tropical::storage::remote {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
 extern char** environ;
 

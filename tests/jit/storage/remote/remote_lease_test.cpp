@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
 #include "warnings.hpp"
 
 namespace tropical::storage::remote {

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
 
 using namespace tropical::storage::remote;
 

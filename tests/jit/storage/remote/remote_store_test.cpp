@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/signed_value.hpp"
+#include "tropical/storage/remote/signed_value.hpp"
 
 #include <gtest/gtest.h>
 

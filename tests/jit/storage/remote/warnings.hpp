@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tropical/jit/storage/remote/redis_client.hpp"
+#include "tropical/storage/remote/redis_client.hpp"
 
 namespace tropical::storage::remote::testing {
 
