@@ -36,6 +36,8 @@ _PROTOTYPES = {
     "tropical_find_kernel": [_E, _E, _E, ctypes.POINTER(ctypes.c_uint32)],
     "tropical_warm": [ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t, _i, ctypes.c_uint,
                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
+    "tropical_publish_cached": [ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t, _i,
+                                ctypes.POINTER(ctypes.c_size_t)],
 }
 _GEMM = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _p, _i64, _p, _i64, _p, _p, _i64]
 _ARGMAX = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _p, _i64, _p, _i64, _i32p, _i64]

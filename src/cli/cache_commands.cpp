@@ -134,15 +134,7 @@ int cmd_warm(int argc, char** argv) {
   const std::size_t wanted = report.kernels - report.errors.size();
   // With a signing key, what was already cached is compiled again and that compile published (what this run
   // compiled already is): a producer signs only what it made.
-  std::vector<std::uint32_t> all;
-  if (report.ready != 0) {
-    if (ids.empty()) {
-      for (const auto& k : catalog::kInfo) all.push_back(static_cast<std::uint32_t>(k.id));
-    } else {
-      for (const auto id : ids) all.push_back(static_cast<std::uint32_t>(id));
-    }
-    publish_cached(all, arch);
-  }
+  if (report.ready != 0) publish_cached(arch, ids);
   const std::size_t not_stored = wanted > stored ? wanted - stored : 0;
   print(format("warm sm_%d: %s, %zu compiled, %zu already cached, %zu failed, %zu not stored, %s, %.2f s\n", arch,
                count(report.kernels, "kernel").c_str(), report.compiled, report.ready, report.errors.size(),
