@@ -23,6 +23,7 @@
 #include "tropical/storage/checksum.hpp"
 #include "tropical/storage/sha256.hpp"
 #include "tropical/storage/tiers.hpp"
+#include "tropical/kernel_args.hpp"
 
 namespace {
 
@@ -137,28 +138,18 @@ BENCHMARK(bench::guarded<BM_gemm_call>)->Name("BM_gemm_call")->Unit(benchmark::k
 
 // The same launch with the driver alone, for the ratio: cuLaunchKernel of the
 // already-resolved function that gemm<MaxPlus, float>(1, 1, 1) runs (the
-// smallest batched tile, a batch of one) in a current context. Its argument
-// list is made here by hand, so it is checked against the fragment's
-// parameters first, with or without a GPU (CI runs this row without one).
+// smallest batched tile, a batch of one) in a current context, with the
+// argument struct the library's launcher fills (tropical/kernel_args.hpp).
 void BM_bare_launch(benchmark::State& state) {
-  const auto id =
-      static_cast<std::uint32_t>(catalog::pick_product(kernel_id<MaxPlus, float, Op::kGemm>(), 1, 1));
-  const void* pa = nullptr;
-  const void* pb = nullptr;
-  void* pc = nullptr;
-  long long one = 1, zero = 0;
-  int no = 0, flags = 0;
-  float unused = 0;
-  // templates/gemm_batched.cu.j2: a, b, c, m, n, k, lda, ldb, ldc, trans_a, trans_b, stride_a, stride_b,
-  // stride_c, batch, alpha, beta, flags.
-  bench::KernelArgs args;
-  args.add(pa).add(pb).add(pc).add(one).add(one).add(one).add(one).add(one).add(one).add(no).add(no);
-  args.add(zero).add(zero).add(zero).add(one).add(unused).add(unused).add(flags);
-  const jit::KernelSource& kernel = catalog::kKernels[id];
-  if (bench::parameter_sizes(kernel.source, kernel.name, sizeof(float)) != args.sizes) {
-    state.SkipWithError(("argument list drift: the hand-made arguments do not match " +
-                         std::string(kernel.name) + "'s parameters (templates/gemm_batched.cu.j2)")
-                            .c_str());
+  const auto kernel = catalog::pick_product(kernel_id<MaxPlus, float, Op::kGemm>(), 1, 1);
+  const auto id = static_cast<std::uint32_t>(kernel);
+  const float unused = 0;
+  catalog::GemmBatchedArgs args{.a = nullptr, .b = nullptr, .c = nullptr, .m = 1, .n = 1, .kk = 1, .lda = 1,
+                                .ldb = 1, .ldc = 1, .trans_a = 0, .trans_b = 0, .stride_a = 0, .stride_b = 0,
+                                .stride_c = 0, .batch = 1, .alpha = &unused, .beta = &unused, .flags = 0};
+  if (catalog::kSignatureOf[id] != catalog::GemmBatchedArgs::kSignature) {
+    state.SkipWithError(("argument list drift: " + std::string(catalog::kInfo[id].name) +
+                         " does not take gemm_batched's parameters").c_str());
     return;
   }
   if (!jit::driver::available()) {
@@ -166,9 +157,10 @@ void BM_bare_launch(benchmark::State& state) {
     return;
   }
   static const CUdeviceptr da = device_float(), db = device_float(), dc = device_float();
-  pa = reinterpret_cast<const void*>(da);
-  pb = reinterpret_cast<const void*>(db);
-  pc = reinterpret_cast<void*>(dc);
+  args.a = reinterpret_cast<const void*>(da);
+  args.b = reinterpret_cast<const void*>(db);
+  args.c = reinterpret_cast<void*>(dc);
+  auto pointers = args.pointers();
   CUfunction f = registry().function(id, 0);
   const auto& launch = catalog::kInfo[id].launch;
   jit::driver::ScopedContext context(0);
@@ -176,7 +168,7 @@ void BM_bare_launch(benchmark::State& state) {
   std::int64_t n = 0;
   for (auto _ : state) {
     jit::driver::check(api.cuLaunchKernel(f, 1, 1, 1, launch.block_x, launch.block_y, 1, launch.smem_bytes,
-                                          nullptr, args.pointers.data(), nullptr),
+                                          nullptr, pointers.data(), nullptr),
                        "cuLaunchKernel");
     if (++n % 256 == 0) jit::driver::check(api.cuCtxSynchronize(), "cuCtxSynchronize");
   }

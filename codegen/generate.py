@@ -5,12 +5,16 @@ Writes, into --outdir:
   catalog.hpp          semiring tags, Op, KernelId, launch info, the (semiring, type, op) -> id table
   catalog_sources.hpp  constexpr table {id, name, CUDA fragment, SHA-256}
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
+  kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
+  c_abi_enums.hpp      the C ABI's enums checked against the spec, and their dispatch to C++ types
+With --python-abi FILE it also writes the Python package's _abi.py (C enums, ctypes prototypes) there.
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
 """
 
 import argparse
+import functools
 import hashlib
 import os
 import sys
@@ -18,26 +22,8 @@ import sys
 import jinja2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faces  # noqa: E402
 import spec  # noqa: E402
-
-OP_TEMPLATE = {
-    spec.Op.GEMM: "gemm.cu.j2",
-    spec.Op.GEMM_ARGMAX: "gemm_argmax.cu.j2",
-    spec.Op.BACKWARD_A: "backward_a.cu.j2",
-    spec.Op.BACKWARD_B: "backward_b.cu.j2",
-    spec.Op.GEMM_BATCHED: "gemm_batched.cu.j2",
-    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched.cu.j2",
-    spec.Op.BACKWARD_A_BATCHED: "backward_a_batched.cu.j2",
-    spec.Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
-}
-
-# The quick tier's template per operation (ops with one tier have none).
-QUICK_TEMPLATE = {
-    spec.Op.GEMM: "gemm_quick.cu.j2",
-    spec.Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
-    spec.Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
-    spec.Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
-}
 
 ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}
 MUL_ENUM = {"add": "kAdd", "mul": "kMul", "min": "kMin", "max": "kMax", "and": "kAnd"}
@@ -57,7 +43,9 @@ def identity_value(name, type_):
 def render_fragment(env, kernel, tier=spec.Tier.TUNED):
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
-    template_name = QUICK_TEMPLATE[kernel.op] if quick else OP_TEMPLATE[kernel.op]
+    template_name = spec.QUICK_TEMPLATE[kernel.op] if quick else spec.OP_TEMPLATE[kernel.op]
+    if isinstance(kernel.tile, spec.SkinnyTile):
+        template_name = "gemm_skinny.cu.j2"
     if s in spec.STRUCTURED_SEMIRINGS:
         template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
     return env.get_template(template_name).render(
@@ -79,6 +67,7 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
         add=spec.SEMIRING_ADD[s],
         mul=spec.SEMIRING_MUL[s],
         launch=kernel.quick_launch if quick else kernel.launch,
+        parameters=functools.partial(faces.declaration, spec.KERNEL_PARAMS[spec.signature(kernel)]),
     )
 
 
@@ -87,9 +76,12 @@ def build_kernels(env):
     for k in kernels:
         k.launch = dict(spec.launch(k))
         k.launch["threads"] = k.launch["block_x"] * k.launch["block_y"]
+        # The widest C a variant takes: its tile, or any n for a skinny tile (catalog::pick_tile).
+        k.max_n = "INT64_MAX" if isinstance(k.tile, spec.SkinnyTile) else k.launch["tile_n"]
         k.op_enum = spec.OP_ENUM[k.op]
         k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
         k.type_host = spec.TYPE_HOST[k.type]
+        k.signature_enumerator = faces.signature_enumerator(spec.signature(k))
         k.base = next(b for b in kernels if (b.op, b.semiring, b.type, b.tile) == (k.op, k.semiring, k.type, None))
         k.source = render_fragment(env, k)
         if ")TROPICAL_SRC" in k.source:
@@ -160,7 +152,7 @@ def header_context(kernels):
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
     return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
             "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
-            "catalog_contents": catalog_contents(defaults)}
+            "catalog_contents": catalog_contents(defaults), "structs": faces.argument_structs()}
 
 
 def catalog_contents(defaults):
@@ -217,6 +209,7 @@ def main(argv=None):
     parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
     parser.add_argument("--outdir", required=True, help="folder for the generated headers")
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
+    parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
     args = parser.parse_args(argv)
 
@@ -225,9 +218,13 @@ def main(argv=None):
     context = header_context(kernels)
 
     os.makedirs(args.outdir, exist_ok=True)
-    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp"):
+    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
         text = env.get_template(name + ".j2").render(**context)
         write_if_changed(os.path.join(args.outdir, name), text)
+    text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
+    write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
+    if args.python_abi:
+        write_if_changed(args.python_abi, env.get_template("abi.py.j2").render(**faces.abi_py_context()))
     if args.fragments:
         os.makedirs(args.fragments, exist_ok=True)
         for k in kernels:

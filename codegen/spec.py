@@ -170,6 +170,25 @@ OP_ENUM = {
     Op.BACKWARD_B_BATCHED: "kBackwardBBatched",
 }
 
+# The template of each operation's kernel (templates/), and of its quick tier (ops with one tier have none).
+OP_TEMPLATE = {
+    Op.GEMM: "gemm.cu.j2",
+    Op.GEMM_ARGMAX: "gemm_argmax.cu.j2",
+    Op.BACKWARD_A: "backward_a.cu.j2",
+    Op.BACKWARD_B: "backward_b.cu.j2",
+    Op.GEMM_BATCHED: "gemm_batched.cu.j2",
+    Op.GEMM_BATCHED_ARGMAX: "gemm_batched.cu.j2",
+    Op.BACKWARD_A_BATCHED: "backward_a_batched.cu.j2",
+    Op.BACKWARD_B_BATCHED: "backward_b_batched.cu.j2",
+}
+
+QUICK_TEMPLATE = {
+    Op.GEMM: "gemm_quick.cu.j2",
+    Op.GEMM_ARGMAX: "gemm_argmax_quick.cu.j2",
+    Op.GEMM_BATCHED: "gemm_batched_quick.cu.j2",
+    Op.GEMM_BATCHED_ARGMAX: "gemm_batched_quick.cu.j2",
+}
+
 BACKWARD_OPS = (Op.BACKWARD_A, Op.BACKWARD_B, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
 BATCHED_OPS = (Op.GEMM_BATCHED, Op.GEMM_BATCHED_ARGMAX, Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED)
 ARGMAX_OPS = (Op.GEMM_ARGMAX, Op.GEMM_BATCHED_ARGMAX)
@@ -234,7 +253,7 @@ class Kernel:
     def enumerator(self):
         """The KernelId enumerator, e.g. kGemmMaxplusF32 or kGemmBatchedMaxplusF32Tile16x16."""
         parts = self.op.value.split("_") + [self.semiring.value, self.type.value]
-        suffix = f"Tile{self.variant}" if self.variant else ""
+        suffix = f"Tile{self.variant[:1].upper()}{self.variant[1:]}" if self.variant else ""
         return "k" + "".join(p.capitalize() for p in parts) + suffix
 
 
@@ -251,7 +270,10 @@ def catalog():
             if not exists(op, s, t):
                 continue
             kernels.append(Kernel(len(kernels), op, s, t))
-            for tile in ([] if s in STRUCTURED_SEMIRINGS else SMALL_TILES.get(op, {}).get(t, [])):
+            if s in STRUCTURED_SEMIRINGS:
+                continue
+            skinny = SKINNY_TILES.get(op, {}).get(t)
+            for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
     return kernels
 
@@ -373,6 +395,18 @@ SMALL_TILES = {
     },
 }
 
+# Skinny tiles of the batched products (templates/gemm_skinny.cu.j2): one thread per column of C holding up to
+# `rows` rows in registers, op(A) staged chunk_k k-steps at a time in shared memory. The launcher takes one for
+# products of at most `rows` rows that no small tile holds (any n, any k): the pairwise steps of tensor networks
+# of small bond dimension, C of 2-8 rows and millions of columns, on which the tiled kernels idle most of a tile
+# (an H200 ran tropical.einsum's largest such steps at 52-104 GB/s of C written, bench/RESULTS.md).
+SkinnyTile = collections.namedtuple("SkinnyTile", "rows threads chunk_k label", defaults=("skinny",))
+SKINNY_TILES = {
+    Op.GEMM_BATCHED: {Type.F32: SkinnyTile(8, 256, 128), Type.F64: SkinnyTile(8, 256, 64)},
+    Op.GEMM_BATCHED_ARGMAX: {Type.F32: SkinnyTile(8, 256, 128), Type.F64: SkinnyTile(8, 256, 64)},
+}
+
+
 def argmax_rescan(tile_k, chunk, ring):
     """How the argmax's rescan of global memory walks a winning chunk
     (templates/argmax.cuh.j2): 'serial' (out of line, stopping at the first
@@ -413,6 +447,11 @@ def launch(kernel):
     and the residency they are fitted to."""
     if kernel.semiring == Semiring.BITS:
         return bits_launch(BITS_TILE)
+    if isinstance(kernel.tile, SkinnyTile):
+        # One thread per column of C, `rows` rows of it; grid x covers the columns, y the rows, z the batch.
+        tile = kernel.tile
+        return {"block_x": tile.threads, "block_y": 1, "tile_m": tile.rows, "tile_n": tile.threads,
+                "smem_bytes": 0, "chunk_k": tile.chunk_k}
     if kernel.op in (Op.BACKWARD_A_BATCHED, Op.BACKWARD_B_BATCHED):
         # One thread per row of dA / column of dB; grid x covers them, z the batch.
         threads = BACKWARD_BATCHED_THREADS
@@ -575,6 +614,8 @@ def quick_launch(kernel):
         return None
     if kernel.semiring in STRUCTURED_SEMIRINGS:
         tiles = COUNTING_QUICK_TILES[kernel.type]
+    if isinstance(kernel.tile, SkinnyTile):
+        return None  # one tier: a short loop that compiles in tens of milliseconds
     if kernel.tile is not None:
         tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
@@ -719,3 +760,92 @@ def bits_launch(tile):
             "smem_bytes": 0, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
             "min_blocks": tile.min_blocks, "stages": tile.stages}
+
+
+# ---------------------------------------------------------------- kernel parameters
+# Each kernel's parameter list, in order: the templates declare it (generate.py renders the declaration)
+# and the launchers fill the argument struct generated from the same list (tropical/kernel_args.hpp), so
+# the two cannot drift. A list is written "kind name name, kind name, ...". Kinds: a matrix of the element
+# type read ("in") or written ("out"); the argmax's int32 indices read ("index_in") or written
+# ("index_out"); packed 32-bit words read ("words_in"); an output whose element the call chooses
+# ("any_out"); "i64" (sizes, leading dimensions, strides: long long); "i32" (transposes, flags: int);
+# "value" (one element of the type, by value; its argument is the element's address).
+Param = collections.namedtuple("Param", "name kind member")
+PARAM_KINDS = ("in", "out", "index_in", "index_out", "words_in", "any_out", "i64", "i32", "value")
+
+
+def _params(text):
+    """The Params of a list written "kind name name, kind name, ...", in order. A name written
+    "name:member" gives the argument struct's member another name than the kernel's parameter."""
+    params = []
+    for group in text.split(","):
+        kind, *names = group.split()
+        assert kind in PARAM_KINDS and names, group
+        for name in names:
+            name, _, member = name.partition(":")
+            params.append(Param(name, kind, member or name))
+    return tuple(params)
+
+
+# The backward passes of A and B take the same list but for the names of the operand they read and the
+# gradient they write: their structs name those members alike, so one launcher fills either.
+_BACKWARD_PARAMS = ("in grad_c, index_in argmax, in {x}:operand, out grad_{y}:grad, i64 m n kk ldgc ldargmax "
+                    "ld{x}:ld_operand ldg{y}:ld_grad, i32 trans_a trans_b")
+_BACKWARD_STRIDES = ", i64 stride_gc stride_argmax stride_{x}:stride_operand stride_g{y}:stride_grad batch"
+# Signature name -> parameter list: one per scalar op, one per structured semiring (all of its ops).
+KERNEL_PARAMS = {
+    "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags"),
+    "gemm_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, i32 trans_a trans_b"),
+    "backward_a": _params(_BACKWARD_PARAMS.format(x="b", y="a")),
+    "backward_b": _params(_BACKWARD_PARAMS.format(x="a", y="b")),
+    "gemm_batched": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, "
+                            "i64 stride_a stride_b stride_c batch, value alpha beta, i32 flags"),
+    "gemm_batched_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, "
+                                   "i32 trans_a trans_b, i64 stride_a stride_b stride_c stride_argmax batch"),
+    "backward_a_batched": _params((_BACKWARD_PARAMS + _BACKWARD_STRIDES).format(x="b", y="a")),
+    "backward_b_batched": _params((_BACKWARD_PARAMS + _BACKWARD_STRIDES).format(x="a", y="b")),
+    "counting": _params("in a_values a_counts b_values b_counts, out c_values c_counts, i64 m n kk lda_values "
+                        "lda_counts ldb_values ldb_counts ldc_values ldc_counts, i32 trans_a trans_b, "
+                        "i64 stride_a_values stride_a_counts stride_b_values stride_b_counts stride_c_values "
+                        "stride_c_counts batch"),
+    "bits": _params("words_in a bt, any_out c, i64 m n kk lda ldb ldc, i32 output, "
+                    "i64 stride_a stride_b stride_c batch"),
+}
+
+
+def signature(kernel):
+    """The name of a kernel's parameter list in KERNEL_PARAMS (both tiers of a kernel share it)."""
+    if kernel.semiring in STRUCTURED_SEMIRINGS:
+        return kernel.semiring.value
+    return kernel.op.value
+
+# Spelling of each kind of parameter in a fragment's declaration (value_t: the element type) and as a
+# member of the argument struct the host fills (a value: the address of one element, passed as is).
+PARAM_DEVICE = {"in": "const value_t* __restrict__", "out": "value_t* __restrict__",
+                "index_in": "const int* __restrict__", "index_out": "int* __restrict__",
+                "words_in": "const unsigned* __restrict__", "any_out": "void* __restrict__",
+                "i64": "long long", "i32": "int", "value": "value_t"}
+PARAM_HOST = {"in": "const void*", "out": "void*", "index_in": "const std::int32_t*", "index_out": "std::int32_t*",
+              "words_in": "const std::uint32_t*", "any_out": "void*", "i64": "long long", "i32": "int",
+              "value": "const void*"}
+
+
+# ---------------------------------------------------------------- the C ABI's values
+# The value of each semiring, element type and op in the C ABI's enums (include/tropical/tropical.h:
+# TROPICAL_<SEMIRING>, TROPICAL_<TYPE>, TROPICAL_OP_<OP>). The values are the ABI: never renumber; a new
+# one takes the next free value. Packed booleans (BITS over B32) have calls of their own and no value.
+C_VALUE = {
+    Semiring.MAXPLUS: 0, Semiring.MINPLUS: 1, Semiring.MAXMUL: 2, Semiring.MAXMIN: 3, Semiring.MINMAX: 4,
+    Semiring.ANDOR: 5, Semiring.COUNTING: 6,
+    Type.F32: 0, Type.F64: 1, Type.I32: 2, Type.I64: 3, Type.U8: 4, Type.I16: 5,
+    Op.GEMM: 0, Op.GEMM_ARGMAX: 1, Op.BACKWARD_A: 2, Op.BACKWARD_B: 3, Op.GEMM_BATCHED: 4,
+    Op.GEMM_BATCHED_ARGMAX: 5, Op.BACKWARD_A_BATCHED: 6, Op.BACKWARD_B_BATCHED: 7,
+}
+# The name of each element type in NumPy, torch and CuPy (the Python package's dtype names).
+TYPE_ARRAY_NAME = {Type.F32: "float32", Type.F64: "float64", Type.I32: "int32", Type.I64: "int64", Type.U8: "uint8",
+                   Type.I16: "int16", Type.B32: "uint32"}
+
+
+def c_enumerator(x):
+    """The C ABI's enumerator of a semiring, type or op: TROPICAL_MAXPLUS, TROPICAL_F32, TROPICAL_OP_GEMM."""
+    return "TROPICAL_" + ("OP_" if isinstance(x, Op) else "") + x.value.upper()

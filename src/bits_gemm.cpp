@@ -49,12 +49,9 @@ void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::i
   devices.add(sb);
   devices.add(sc);
   const int device = devices.device(stream);
-  const std::uint32_t *pa = a, *pb = bt;
-  void* pc = c;
-  long long mm = m, nn = n, kk = k, la = lda, lb = ldb, lc = ldc, sta = stride_a, stb = stride_b,
-            stc = stride_c, nb = batch;
-  int form = static_cast<int>(output);
-  void* args[] = {&pa, &pb, &pc, &mm, &nn, &kk, &la, &lb, &lc, &form, &sta, &stb, &stc, &nb};
+  catalog::BitsArgs args{.a = a, .bt = bt, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+                         .output = static_cast<int>(output), .stride_a = stride_a, .stride_b = stride_b,
+                         .stride_c = stride_c, .batch = batch};
   detail::launch(kBitsKernel, device, extent, stream, args);
 }
 

@@ -21,17 +21,14 @@ void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_
   check_operands(p, elem_size);
   const int device = device_of(spans(p, elem_size), stream);
   const Scaling scaling = kernel_scaling(p.scaling);
-  const void* a = p.a.data;
-  const void* b = p.b.data;
-  void* c = p.c.data;
-  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld;
-  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans), flags = scaling.flags;
   // alpha and beta are read only when flags say so; an unused one still needs
   // a value of the element's size for the kernel's parameter list.
   const std::uint64_t unused = 0;
-  void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
-  void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
+  catalog::GemmArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .m = p.m(), .n = p.n(), .kk = p.k(),
+                         .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld, .trans_a = trans_flag(p.a.trans),
+                         .trans_b = trans_flag(p.b.trans),
+                         .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
+                         .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
   launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
 }
 
@@ -45,13 +42,10 @@ void launch_gemm_argmax(catalog::KernelId id, const Product<void>& p, std::size_
   check_grid(id, Extent{p.m(), p.n(), p.k()});
   check_operands(p, elem_size);
   const int device = device_of(spans(p, elem_size), stream);
-  const void* a = p.a.data;
-  const void* b = p.b.data;
-  void* c = p.c.data;
-  std::int32_t* argmax = p.argmax->data;
-  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld, ldx = p.argmax->ld;
-  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans);
-  void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+  catalog::GemmArgmaxArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .argmax = p.argmax->data, .m = p.m(),
+                               .n = p.n(), .kk = p.k(), .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld,
+                               .ldargmax = p.argmax->ld, .trans_a = trans_flag(p.a.trans),
+                               .trans_b = trans_flag(p.b.trans)};
   launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
 }
 
@@ -94,12 +88,18 @@ void launch_backward(catalog::KernelId id, const Gradient<void>& g, std::size_t 
                        "cuMemsetD2D8Async");
   }
   if (!reads_c) return;
-  long long m = e.m, n = e.n, k = e.k, ldg = g.grad_c.ld, ldx = g.argmax.ld, ldo = g.operand.ld, ldr = ldgrad;
-  int ta = trans_flag(wrt_a ? g.grad.trans : g.operand.trans), tb = trans_flag(wrt_a ? g.operand.trans : g.grad.trans);
-  void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb};
+  // backward_a and backward_b take one list (the operand not differentiated, the gradient): one fill for either.
+  const auto fill = [&]<class Args>() {
+    return Args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = e.m, .n = e.n,
+                .kk = e.k, .ldgc = g.grad_c.ld, .ldargmax = g.argmax.ld, .ld_operand = g.operand.ld,
+                .ld_grad = ldgrad, .trans_a = trans_flag(wrt_a ? g.grad.trans : g.operand.trans),
+                .trans_b = trans_flag(wrt_a ? g.operand.trans : g.grad.trans)};
+  };
   if (wrt_a) {
+    auto args = fill.template operator()<catalog::BackwardAArgs>();
     launch(id, device, e, stream, args);
   } else {
+    auto args = fill.template operator()<catalog::BackwardBArgs>();
     launch_one_tier(id, device, grid, stream, args);
   }
 }
@@ -113,23 +113,22 @@ void launch_gemm_batched(catalog::KernelId id, const Product<void>& p, std::size
   check_operands(p, elem_size);
   const int device = device_of(spans(p, elem_size), stream);
   const Scaling scaling = kernel_scaling(p.scaling);
-  const void* a = p.a.data;
-  const void* b = p.b.data;
-  void* c = p.c.data;
-  std::int32_t* argmax = with_argmax ? p.argmax->data : nullptr;
-  const Operand<std::int32_t> x = with_argmax ? *p.argmax : Operand<std::int32_t>{};
-  long long m = p.m(), n = p.n(), k = p.k(), lda = p.a.ld, ldb = p.b.ld, ldc = p.c.ld, ldx = x.ld;
-  long long sa = p.a.stride, sb = p.b.stride, sc = p.c.stride, sx = x.stride, nb = batch;
-  int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans), flags = scaling.flags;
+  const int ta = trans_flag(p.a.trans), tb = trans_flag(p.b.trans);
   const Extent extent{p.m(), p.n(), p.k(), batch};
   if (with_argmax) {
-    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &nb};
+    catalog::GemmBatchedArgmaxArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .argmax = p.argmax->data,
+                                        .m = p.m(), .n = p.n(), .kk = p.k(), .lda = p.a.ld, .ldb = p.b.ld,
+                                        .ldc = p.c.ld, .ldargmax = p.argmax->ld, .trans_a = ta, .trans_b = tb,
+                                        .stride_a = p.a.stride, .stride_b = p.b.stride, .stride_c = p.c.stride,
+                                        .stride_argmax = p.argmax->stride, .batch = batch};
     launch(tile, device, extent, stream, args);
   } else {
     const std::uint64_t unused = 0;
-    void* alpha = const_cast<void*>(scaling.alpha != nullptr ? scaling.alpha : &unused);
-    void* beta = const_cast<void*>(scaling.beta != nullptr ? scaling.beta : &unused);
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &nb, alpha, beta, &flags};
+    catalog::GemmBatchedArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .m = p.m(), .n = p.n(), .kk = p.k(),
+                                  .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld, .trans_a = ta, .trans_b = tb,
+                                  .stride_a = p.a.stride, .stride_b = p.b.stride, .stride_c = p.c.stride,
+                                  .batch = batch, .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
+                                  .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
     launch(tile, device, extent, stream, args);
   }
 }
@@ -151,12 +150,22 @@ void launch_backward_batched(catalog::KernelId id, const Gradient<void>& g, std:
   if (gx > 0x7fffffff) invalid("too many rows or columns for one launch");
   check_operands(g, elem_size);  // check()'s second half, after the device's limits
   const int device = device_of(spans(g, elem_size), stream);
-  long long m = g.m(), n = g.n(), k = g.k(), ldg = g.grad_c.ld, ldx = g.argmax.ld, ldo = g.operand.ld, ldr = g.grad.ld;
-  long long sg = g.grad_c.stride, sx = g.argmax.stride, so = g.operand.stride, sr = g.grad.stride, nb = batch;
-  int ta = trans_flag(wrt_a ? g.grad.trans : g.operand.trans), tb = trans_flag(wrt_a ? g.operand.trans : g.grad.trans);
-  void* args[] = {&grad_c, &argmax, &operand, &grad, &m, &n, &k, &ldg, &ldx, &ldo, &ldr, &ta, &tb, &sg, &sx, &so, &sr, &nb};
-  launch_one_tier(id, device, Grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)},
-         stream, args);
+  const Grid grid{static_cast<unsigned>(gx), 1, static_cast<unsigned>(batch < kMaxGridZ ? batch : kMaxGridZ)};
+  // As launch_backward: one fill for either pass.
+  const auto launch_pass = [&]<class Args>() {
+    Args args{.grad_c = grad_c, .argmax = argmax, .operand = operand, .grad = grad, .m = g.m(), .n = g.n(),
+              .kk = g.k(), .ldgc = g.grad_c.ld, .ldargmax = g.argmax.ld, .ld_operand = g.operand.ld,
+              .ld_grad = g.grad.ld, .trans_a = trans_flag(wrt_a ? g.grad.trans : g.operand.trans),
+              .trans_b = trans_flag(wrt_a ? g.operand.trans : g.grad.trans), .stride_gc = g.grad_c.stride,
+              .stride_argmax = g.argmax.stride, .stride_operand = g.operand.stride, .stride_grad = g.grad.stride,
+              .batch = batch};
+    launch_one_tier(id, device, grid, stream, args);
+  };
+  if (wrt_a) {
+    launch_pass.template operator()<catalog::BackwardABatchedArgs>();
+  } else {
+    launch_pass.template operator()<catalog::BackwardBBatchedArgs>();
+  }
 }
 
 }  // namespace tropical::detail

@@ -22,17 +22,18 @@ void launch_gemm_counting(catalog::KernelId id, std::size_t elem_size, Trans ta,
   for (const Span& x : arrays.array) devices.add(x);  // its device and allocation; nothing if not touched
   const int device = devices.device(stream);
 
-  const void *av = a.values, *ac = a.counts, *bv = b.values, *bc = b.counts;
-  void *cv = c.values, *cc = c.counts;
-  long long mm = m, nn = n, kk = k, ldav = a.ld_values, ldac = a.ld_counts, ldbv = b.ld_values, ldbc = b.ld_counts,
-            ldcv = c.ld_values, ldcc = c.ld_counts, nb = batch;
   // gemm_counting is a batch of one: its strides are not read.
-  long long sav = batched ? a.stride_values : 0, sac = batched ? a.stride_counts : 0,
-            sbv = batched ? b.stride_values : 0, sbc = batched ? b.stride_counts : 0,
-            scv = batched ? c.stride_values : 0, scc = batched ? c.stride_counts : 0;
-  int ta_flag = trans_flag(ta), tb_flag = trans_flag(tb);
-  void* args[] = {&av,   &ac,   &bv,      &bc,      &cv,  &cc,  &mm,  &nn,  &kk,  &ldav, &ldac, &ldbv,
-                  &ldbc, &ldcv, &ldcc,    &ta_flag, &tb_flag, &sav, &sac, &sbv, &sbc, &scv,  &scc,  &nb};
+  catalog::CountingArgs args{.a_values = a.values, .a_counts = a.counts, .b_values = b.values, .b_counts = b.counts,
+                             .c_values = c.values, .c_counts = c.counts, .m = m, .n = n, .kk = k,
+                             .lda_values = a.ld_values, .lda_counts = a.ld_counts, .ldb_values = b.ld_values,
+                             .ldb_counts = b.ld_counts, .ldc_values = c.ld_values, .ldc_counts = c.ld_counts,
+                             .trans_a = trans_flag(ta), .trans_b = trans_flag(tb),
+                             .stride_a_values = batched ? a.stride_values : 0,
+                             .stride_a_counts = batched ? a.stride_counts : 0,
+                             .stride_b_values = batched ? b.stride_values : 0,
+                             .stride_b_counts = batched ? b.stride_counts : 0,
+                             .stride_c_values = batched ? c.stride_values : 0,
+                             .stride_c_counts = batched ? c.stride_counts : 0, .batch = batch};
   launch(id, device, extent, stream, args);
 }
 

@@ -1,6 +1,7 @@
 // The launch sequence every product launcher shares (src/launch.hpp).
 #include "launch.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include "checks.hpp"
@@ -59,6 +60,11 @@ void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream strea
   jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, info.launch.block_x, info.launch.block_y, 1,
                                         info.launch.smem_bytes, stream, args, nullptr),
                      "cuLaunchKernel");
+}
+
+void signature_mismatch(catalog::KernelId id) {
+  throw std::logic_error("tropical: kernel " + std::string(catalog::kInfo[static_cast<std::size_t>(id)].name) +
+                         " launched with another kernel's argument list");
 }
 
 void check_grid(catalog::KernelId id, const Extent& e) {

@@ -5,9 +5,11 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tropical/catalog.hpp"
+#include "tropical/kernel_args.hpp"
 #include "tropical/semiring.hpp"
 #include "tropical/jit/tiers.hpp"
 
@@ -36,6 +38,31 @@ void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, 
 /// Launches kernel `id`, which has one tier, on `grid` (a kernel whose grid is
 /// not one block per output tile).
 void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args);
+
+/// Throws std::logic_error naming kernel `id`, launched with another kernel's argument list (a bug of the library's).
+[[noreturn]] void signature_mismatch(catalog::KernelId id);
+
+/// Throws std::logic_error (a bug of the library's) unless kernel `id` takes the parameter list `signature`:
+/// an argument struct filled for another kernel would launch it on garbage. Inline: it runs on every launch.
+inline void check_signature(catalog::KernelId id, catalog::Signature signature) {
+  if (catalog::kSignatureOf[static_cast<std::size_t>(id)] != signature) [[unlikely]] signature_mismatch(id);
+}
+
+/// launch() with the arguments of a struct of tropical/kernel_args.hpp, checked against kernel `id`'s list.
+template <class Args>
+void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, Args& args) {
+  check_signature(id, Args::kSignature);
+  auto pointers = args.pointers();
+  launch(id, device, e, stream, pointers.data());
+}
+
+/// launch_one_tier() with the arguments of a struct of tropical/kernel_args.hpp, checked as launch()'s.
+template <class Args>
+void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, Args& args) {
+  check_signature(id, Args::kSignature);
+  auto pointers = args.pointers();
+  launch_one_tier(id, device, grid, stream, pointers.data());
+}
 
 /// Rejects a product whose grid the device cannot launch (m too large for one
 /// launch, ...) before any driver call, on the tuned kernel's tiles as launch() does.

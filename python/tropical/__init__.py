@@ -11,6 +11,7 @@ framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with th
 (include/tropical/reference.hpp). PyTorch autograd and torch.compile: ``import tropical.torch``.
 ``import tropical`` imports neither torch nor CuPy."""
 
+from . import _abi
 from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
                       Unavailable)
 from ._bits import bits_ld, bits_matmul, closure, pack_bits, unpack_bits
@@ -20,7 +21,8 @@ from ._ops import backward_a, backward_b, matmul, matmul_argmax
 from ._runtime import (abi_version, cpu_isa, cpu_threads, device_count, has_kernel, kernels, publish_cached,
                        set_cpu_threads, version, warm)
 
-SEMIRINGS = ("maxplus", "minplus", "maxmul", "maxmin", "minmax", "andor")
+# The semirings of matmul and its kin (CountingTropical has calls of its own: counting_matmul).
+SEMIRINGS = tuple(name for name, code in _abi.SEMIRINGS.items() if code != _abi.COUNTING)
 
 __all__ = ["matmul", "matmul_argmax", "counting_matmul", "backward_a", "backward_b", "warm", "publish_cached", "version", "abi_version",
            "device_count", "has_kernel", "kernels", "cpu_isa", "cpu_threads", "set_cpu_threads", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",

@@ -5,11 +5,12 @@ already loaded by the caller (it made the array)."""
 
 import sys
 
+from . import _abi
 from ._errors import InvalidArgument
 
 # element type name -> (C ABI dtype code, bytes); bool is stored as bytes (AndOr).
-DTYPE_CODES = {"float32": (0, 4), "float64": (1, 8), "int32": (2, 4), "int64": (3, 8), "uint8": (4, 1),
-               "bool": (4, 1), "int16": (5, 2)}
+DTYPE_CODES = {name: (code, _abi.DTYPE_BYTES[code]) for name, code in _abi.DTYPES.items()}
+DTYPE_CODES["bool"] = DTYPE_CODES["uint8"]
 
 
 class Array:

@@ -8,22 +8,10 @@ framework's own operations); NumPy words are uint32, torch words int32 (the same
 import ctypes
 import sys
 
-from . import _arrays, _lib
+from . import _abi, _arrays, _lib
 from ._errors import InvalidArgument, Unavailable
 
-OUTPUTS = {"bits": 0, "bytes": 1, "counts": 2}
-
-_i64, _p = ctypes.c_int64, ctypes.c_void_p
-_PROTOTYPES = {
-    "tropical_bits_ld": ([_i64], _i64),
-    "tropical_cpu_bits_gemm": ([ctypes.c_int, _i64, _i64, _i64, _p, _i64, _p, _i64, _p, _i64], ctypes.c_int),
-    "tropical_cpu_bits_gemm_batched": ([ctypes.c_int, _i64, _i64, _i64, _p, _i64, _i64, _p, _i64, _i64, _p, _i64,
-                                        _i64, _i64], ctypes.c_int),
-    "tropical_cpu_bits_closure": ([_i64, _p, _i64, ctypes.POINTER(_i64)], ctypes.c_int),
-    "tropical_bits_gemm_batched": ([ctypes.c_int, _i64, _i64, _i64, _p, _i64, _i64, _p, _i64, _i64, _p, _i64,
-                                    _i64, _i64, _p], ctypes.c_int),
-    "tropical_bits_closure": ([_i64, _p, _i64, ctypes.POINTER(_i64), _p], ctypes.c_int),
-}
+OUTPUTS = _abi.BITS_OUTPUTS
 _ready = {}
 
 
@@ -34,7 +22,7 @@ def _fn(name):
         fn = getattr(_lib.lib(), name, None)
         if fn is None:
             raise Unavailable(f"tropical: this libtropical has no {name} (built before bit-packed booleans?)")
-        fn.argtypes, fn.restype = _PROTOTYPES[name]
+        fn.argtypes, fn.restype = _abi.PROTOTYPES[name]
         _ready[name] = fn
     return fn
 
@@ -235,7 +223,7 @@ def closure(adjacency):
     words = pack_bits(adjacency)
     if kind == "numpy":
         words = sys.modules["numpy"].ascontiguousarray(words)
-    iterations = _i64(0)
+    iterations = ctypes.c_int64(0)
     if _on_device(adjacency, kind):
         _lib.check(_fn("tropical_bits_closure")(n, _ptr(words, kind), words.shape[-1], ctypes.byref(iterations),
                                                  _stream(words, kind)))

@@ -2,7 +2,7 @@
 packages use them to count optimal configurations. Checked here (shapes, dtypes, layouts), then one call into
 libtropical's tropical_counting_gemm(_batched) on the arrays' device, or its CPU form on host memory."""
 
-from . import _arrays, _lib
+from . import _abi, _arrays, _lib
 from ._errors import InvalidArgument, NotInCatalog
 from ._ops import _batch_of, _check_together, _matrices, _output, layout, readable
 
@@ -59,7 +59,7 @@ def counting_matmul(values_a, counts_a, values_b, counts_b, *, out=None):
     cc, ldcc, stride_cc = _output(out[1], va, shape, dtype, "out[1]")
     if m == 0 or n == 0 or batch == 0:
         return cv.obj, cc.obj
-    t = _lib.DTYPES[dtype]
+    t = _abi.DTYPES[dtype]
     dll = _lib.lib()
     gpu = va.device >= 0
     prefix = "tropical_" if gpu else "tropical_cpu_"

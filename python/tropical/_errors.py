@@ -1,6 +1,8 @@
 """The exceptions of the tropical package: one class per status of the C ABI, mirroring
 tropical::Error's hierarchy in C++ (include/tropical/error.hpp)."""
 
+from . import _abi
+
 
 class Error(RuntimeError):
     """Base of every error the library reports; ``str(e)`` is the library's message."""
@@ -11,43 +13,43 @@ class Error(RuntimeError):
 class InvalidArgument(Error, ValueError):
     """An argument was rejected before any work was queued: shape, dtype, layout, device."""
 
-    status = 1
+    status = _abi.ERROR_INVALID_ARGUMENT
 
 
 class Unavailable(Error):
     """A run-time library (libcuda, libnvrtc, libtropical) or a device the call needs is missing."""
 
-    status = 2
+    status = _abi.ERROR_UNAVAILABLE
 
 
 class CompileError(Error):
     """NVRTC rejected a kernel; the message holds its log."""
 
-    status = 3
+    status = _abi.ERROR_COMPILE
 
 
 class CudaError(Error):
     """A CUDA driver call failed."""
 
-    status = 4
+    status = _abi.ERROR_CUDA
 
 
 class NotInCatalog(Error, TypeError):
     """The catalog has no kernel for this semiring x element type x operation."""
 
-    status = 5
+    status = _abi.ERROR_NOT_IN_CATALOG
 
 
 class OutOfMemory(Error, MemoryError):
     """A host allocation inside the library failed."""
 
-    status = 6
+    status = _abi.ERROR_OUT_OF_MEMORY
 
 
 class InternalError(Error):
     """Anything else: a bug in tropical (please report the message)."""
 
-    status = 7
+    status = _abi.ERROR_INTERNAL
 
 
 _BY_STATUS = {cls.status: cls for cls in (InvalidArgument, Unavailable, CompileError, CudaError, NotInCatalog,

@@ -8,9 +8,9 @@ which words the errors."""
 
 import sys
 
-from . import _lib
+from . import _abi, _lib
 
-_CODES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4, "bool": 4, "int16": 5}
+_CODES = dict(_abi.DTYPES, bool=_abi.U8)  # element type name -> C ABI dtype code; bool is stored as bytes
 _FLOATS = ("float32", "float64")
 _torch_types = {}  # torch dtype -> element type name
 _cache = {}

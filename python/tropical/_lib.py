@@ -6,73 +6,15 @@ import os
 import sys
 import threading
 
+from . import _abi
 from ._errors import Unavailable, from_status
 
-ABI_VERSION = 1
+ABI_VERSION = _abi.ABI_VERSION
+SEMIRINGS, DTYPES, OPS = _abi.SEMIRINGS, _abi.DTYPES, _abi.OPS
 
-SEMIRINGS = {"maxplus": 0, "minplus": 1, "maxmul": 2, "maxmin": 3, "minmax": 4, "andor": 5, "counting": 6}
-DTYPES = {"float32": 0, "float64": 1, "int32": 2, "int64": 3, "uint8": 4, "int16": 5}
-OPS = {"gemm": 0, "gemm_argmax": 1, "backward_a": 2, "backward_b": 3, "gemm_batched": 4,
-       "gemm_batched_argmax": 5, "backward_a_batched": 6, "backward_b_batched": 7}
-
-_i64, _p, _i32p, _i = ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int
-_E = ctypes.c_int  # enums
-
-# name: argument types (the result is a tropical_status unless listed in _RESULTS).
-_PROTOTYPES = {
-    "tropical_last_error": [],
-    "tropical_version": [],
-    "tropical_abi_version": [],
-    "tropical_device_count": [],
-    "tropical_device_arch": [_i, ctypes.POINTER(ctypes.c_int)],
-    "tropical_has_kernel": [_E, _E, _E],
-    "tropical_cpu_has_kernel": [_E, _E, _E],
-    "tropical_kernel_count": [],
-    "tropical_cpu_set_num_threads": [_i],
-    "tropical_cpu_num_threads": [],
-    "tropical_cpu_isa": [],
-    "tropical_kernel_name": [ctypes.c_uint32],
-    "tropical_kernel_id": [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32)],
-    "tropical_find_kernel": [_E, _E, _E, ctypes.POINTER(ctypes.c_uint32)],
-    "tropical_warm": [ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t, _i, ctypes.c_uint,
-                      ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
-    "tropical_publish_cached": [ctypes.POINTER(ctypes.c_uint32), ctypes.c_size_t, _i,
-                                ctypes.POINTER(ctypes.c_size_t)],
-}
-_GEMM = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _p, _i64, _p, _i64, _p, _p, _i64]
-_ARGMAX = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _p, _i64, _p, _i64, _i32p, _i64]
-_BACKWARD = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _i32p, _i64, _p, _i64, _p, _i64]
-_GEMM_BATCHED = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _p, _i64, _i64, _p, _i64, _i64, _p, _p, _i64, _i64, _i64]
-_ARGMAX_BATCHED = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _i64, _p, _i64, _i64, _p, _i64, _i64, _i32p, _i64,
-                   _i64, _i64]
-_BACKWARD_BATCHED = [_E, _E, _E, _E, _i64, _i64, _i64, _p, _i64, _i64, _i32p, _i64, _i64, _p, _i64, _i64, _p, _i64,
-                     _i64, _i64]
-_COUNTING = [_E, _E, _E, _i64, _i64, _i64] + [_p, _i64] * 6
-_COUNTING_BATCHED = [_E, _E, _E, _i64, _i64, _i64] + [_p, _i64, _i64] * 6 + [_i64]
-for _prefix, _extra in (("tropical_", [_p]), ("tropical_cpu_", [])):
-    _PROTOTYPES[_prefix + "gemm"] = _GEMM + _extra
-    _PROTOTYPES[_prefix + "gemm_argmax"] = _ARGMAX + _extra
-    _PROTOTYPES[_prefix + "backward_a"] = _BACKWARD + _extra
-    _PROTOTYPES[_prefix + "backward_b"] = _BACKWARD + _extra
-    _PROTOTYPES[_prefix + "gemm_batched"] = _GEMM_BATCHED + _extra
-    _PROTOTYPES[_prefix + "gemm_batched_argmax"] = _ARGMAX_BATCHED + _extra
-    _PROTOTYPES[_prefix + "backward_a_batched"] = _BACKWARD_BATCHED + _extra
-    _PROTOTYPES[_prefix + "backward_b_batched"] = _BACKWARD_BATCHED + _extra
-    _PROTOTYPES[_prefix + "counting_gemm"] = _COUNTING + _extra
-    _PROTOTYPES[_prefix + "counting_gemm_batched"] = _COUNTING_BATCHED + _extra
-
-_RESULTS = {
-    "tropical_last_error": ctypes.c_char_p,
-    "tropical_version": ctypes.c_char_p,
-    "tropical_abi_version": ctypes.c_int,
-    "tropical_device_count": ctypes.c_int,
-    "tropical_has_kernel": ctypes.c_int,
-    "tropical_cpu_has_kernel": ctypes.c_int,
-    "tropical_kernel_count": ctypes.c_uint32,
-    "tropical_cpu_num_threads": ctypes.c_int,
-    "tropical_cpu_isa": ctypes.c_char_p,
-    "tropical_kernel_name": ctypes.c_char_p,
-}
+# name: (argument types, result type) of every function the package needs the library to have; packed
+# booleans are bound on first use (tropical._bits).
+_PROTOTYPES = {name: proto for name, proto in _abi.PROTOTYPES.items() if name not in _abi.BITS_FUNCTIONS}
 
 
 def _candidates():
@@ -167,10 +109,9 @@ class _Library:
                 errors.append(f"{path}: not libtropical (no {', '.join(missing[:3])}"
                               + (f" and {len(missing) - 3} more" if len(missing) > 3 else "") + ")")
                 continue
-            for name, args in _PROTOTYPES.items():
+            for name, (args, result) in _PROTOTYPES.items():
                 fn = getattr(dll, name)
-                fn.argtypes = args
-                fn.restype = _RESULTS.get(name, ctypes.c_int)
+                fn.argtypes, fn.restype = args, result
             abi = dll.tropical_abi_version()
             if abi != ABI_VERSION:
                 raise Unavailable(f"tropical: {path} has C ABI version {abi}, this package needs {ABI_VERSION}")

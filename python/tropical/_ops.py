@@ -12,11 +12,11 @@ copied into or out of it."""
 import ctypes
 import operator
 
-from . import _arrays, _fast, _lib
+from . import _abi, _arrays, _fast, _lib
 from ._errors import InvalidArgument, NotInCatalog
 
-_SCALARS = {0: ctypes.c_float, 1: ctypes.c_double, 2: ctypes.c_int32, 3: ctypes.c_int64, 4: ctypes.c_uint8,
-            5: ctypes.c_int16}
+_SCALARS = {_abi.F32: ctypes.c_float, _abi.F64: ctypes.c_double, _abi.I32: ctypes.c_int32, _abi.I64: ctypes.c_int64,
+            _abi.U8: ctypes.c_uint8, _abi.I16: ctypes.c_int16}
 _ORDERED = ("float32", "float64", "int32", "int64", "int16")
 _DIFFERENTIABLE = ("maxplus", "minplus", "maxmul")
 
@@ -24,10 +24,10 @@ _DIFFERENTIABLE = ("maxplus", "minplus", "maxmul")
 def semiring_code(semiring):
     """The C ABI's code of a semiring name (case-insensitive)."""
     try:
-        return _lib.SEMIRINGS[semiring.lower()]
+        return _abi.SEMIRINGS[semiring.lower()]
     except (KeyError, AttributeError):
         raise InvalidArgument(f"tropical: unknown semiring {semiring!r}; one of "
-                              + ", ".join(_lib.SEMIRINGS)) from None
+                              + ", ".join(_abi.SEMIRINGS)) from None
 
 
 def _dtype_code(semiring, dtype):
@@ -126,8 +126,9 @@ def _output(out, like, shape, dtype, name):
     return x, ld, stride
 
 
-_NAMES = {0: "float32", 1: "float64", 2: "int32", 3: "int64", 4: "uint8", 5: "int16"}
-_RANGES = {2: (-2**31, 2**31 - 1), 3: (-2**63, 2**63 - 1), 4: (0, 255), 5: (-2**15, 2**15 - 1)}
+_NAMES = {code: name for name, code in _abi.DTYPES.items()}
+_RANGES = {_abi.I32: (-2**31, 2**31 - 1), _abi.I64: (-2**63, 2**63 - 1), _abi.U8: (0, 255),
+           _abi.I16: (-2**15, 2**15 - 1)}
 
 
 def _scalar(code, value, name="alpha"):
@@ -190,14 +191,14 @@ class _Product:
 
 def _shortcut(a, b, semiring, want_argmax):
     """The common case through _fast (plain 2-D or 3-D torch or CuPy operands), or None."""
-    s = _lib.SEMIRINGS.get(semiring)
-    if s is None or s == _lib.SEMIRINGS["counting"]:
+    s = _abi.SEMIRINGS.get(semiring)
+    if s is None or s == _abi.COUNTING:
         return None
     module = type(a).__module__
     if module == "torch":
-        return _fast.torch_product(a, b, s, s == 5, want_argmax)
+        return _fast.torch_product(a, b, s, s == _abi.ANDOR, want_argmax)
     if module.startswith("cupy"):
-        return _fast.cupy_product(a, b, s, s == 5, want_argmax)
+        return _fast.cupy_product(a, b, s, s == _abi.ANDOR, want_argmax)
     return None
 
 
@@ -274,7 +275,7 @@ def _rows_readable(x, name):
 
 
 def _backward(wrt_a, grad_c, argmax, a, b, semiring):
-    s = _lib.SEMIRINGS.get(semiring.lower() if isinstance(semiring, str) else None)
+    s = _abi.SEMIRINGS.get(semiring.lower() if isinstance(semiring, str) else None)
     if s in (0, 1, 2):
         module = type(a).__module__
         grad = _fast.torch_backward(wrt_a, grad_c, argmax, a, b, s) if module == "torch" else \

@@ -3,7 +3,7 @@
 import ctypes
 import operator
 
-from . import _lib
+from . import _abi, _lib
 from ._errors import InvalidArgument
 
 
@@ -37,7 +37,7 @@ def has_kernel(semiring, dtype, op="gemm"):
     """True if the catalog has (semiring, dtype, op); dtype a name ("float32"), op one of
     gemm, gemm_argmax, backward_a, backward_b and their _batched forms."""
     dll = _lib.lib()
-    s, t, o = _lib.SEMIRINGS.get(str(semiring).lower()), _lib.DTYPES.get(str(dtype)), _lib.OPS.get(op)
+    s, t, o = _abi.SEMIRINGS.get(str(semiring).lower()), _abi.DTYPES.get(str(dtype)), _abi.OPS.get(op)
     if s is None or t is None or o is None:
         return False
     return bool(dll.tropical_has_kernel(s, t, o))

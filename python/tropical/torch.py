@@ -12,7 +12,7 @@ Launches run on torch's current stream; CPU tensors run on the CPU. Needs torch 
 
 import torch
 
-from . import _einsum, _fast, _lib, _ops
+from . import _abi, _einsum, _fast, _lib, _ops
 from ._errors import Unavailable
 
 if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
@@ -159,8 +159,8 @@ def _backward(ctx, grad_c, grad_argmax):
 def _forward_for_grad(ctx, a, b, semiring):
     """(C, argmax) of a product autograd will differentiate; ctx keeps what the backward needs (the operands
     saved, the fast path's layout so the backward does not derive it again)."""
-    s = _lib.SEMIRINGS.get(semiring)
-    found = _fast.torch_product_for_grad(a, b, s) if s is not None and s not in (5, 6) else None
+    s = _abi.SEMIRINGS.get(semiring)
+    found = _fast.torch_product_for_grad(a, b, s) if s is not None and s not in (_abi.ANDOR, _abi.COUNTING) else None
     if found is None:
         c, argmax = _ops.matmul_argmax(a, b, semiring)
         ctx.layout = None
@@ -177,7 +177,7 @@ def _gradients_for(ctx, grad_c, a, b, argmax):
     if ctx.semiring not in _PRODUCT_ROUTED:
         grad_a, grad_b = routed_gradients(grad_c, argmax, a, b, ctx.semiring)
         return grad_a, grad_b, None
-    found = _fast.torch_gradients(grad_c, argmax, a, b, _lib.SEMIRINGS[ctx.semiring], need_a, need_b, ctx.layout)
+    found = _fast.torch_gradients(grad_c, argmax, a, b, _abi.SEMIRINGS[ctx.semiring], need_a, need_b, ctx.layout)
     if found is None:
         found = (_ops.backward_a(grad_c, argmax, a, b, ctx.semiring) if need_a else None,
                  _ops.backward_b(grad_c, argmax, a, b, ctx.semiring) if need_b else None)

@@ -4,45 +4,6 @@
 
 namespace tropical::c_api {
 
-std::string_view semiring_name(int s) noexcept {
-  switch (s) {
-    case TROPICAL_MAXPLUS: return MaxPlus::kName;
-    case TROPICAL_MINPLUS: return MinPlus::kName;
-    case TROPICAL_MAXMUL: return MaxMul::kName;
-    case TROPICAL_MAXMIN: return MaxMin::kName;
-    case TROPICAL_MINMAX: return MinMax::kName;
-    case TROPICAL_ANDOR: return AndOr::kName;
-    case TROPICAL_COUNTING: return CountingTropical::kName;
-  }
-  return "";
-}
-
-std::string_view dtype_name(int t) noexcept {
-  switch (t) {
-    case TROPICAL_F32: return "f32";
-    case TROPICAL_F64: return "f64";
-    case TROPICAL_I32: return "i32";
-    case TROPICAL_I64: return "i64";
-    case TROPICAL_U8: return "u8";
-    case TROPICAL_I16: return "i16";
-  }
-  return "";
-}
-
-bool to_op(int op, Op& out) noexcept {
-  switch (op) {
-    case TROPICAL_OP_GEMM: out = Op::kGemm; return true;
-    case TROPICAL_OP_GEMM_ARGMAX: out = Op::kGemmArgmax; return true;
-    case TROPICAL_OP_BACKWARD_A: out = Op::kBackwardA; return true;
-    case TROPICAL_OP_BACKWARD_B: out = Op::kBackwardB; return true;
-    case TROPICAL_OP_GEMM_BATCHED: out = Op::kGemmBatched; return true;
-    case TROPICAL_OP_GEMM_BATCHED_ARGMAX: out = Op::kGemmBatchedArgmax; return true;
-    case TROPICAL_OP_BACKWARD_A_BATCHED: out = Op::kBackwardABatched; return true;
-    case TROPICAL_OP_BACKWARD_B_BATCHED: out = Op::kBackwardBBatched; return true;
-  }
-  return false;
-}
-
 Trans to_trans(int t, const char* name) {
   if (t == TROPICAL_NO_TRANS) return Trans::kNo;
   if (t == TROPICAL_TRANS) return Trans::kYes;

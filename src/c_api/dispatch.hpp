@@ -3,6 +3,7 @@
 // From the C ABI's enums to the C++ API's types: with_types(semiring, dtype, f)
 // calls f.template operator()<S, T>() for the catalog's pair, and rejects a
 // value outside the enums or a pair the catalog lacks with a status of its own.
+// The switches over the enums are generated from codegen/spec.py (tropical/c_abi_enums.hpp).
 // A C caller may pass any int as an enum, and loading a value outside an enum's
 // range as that enum is undefined behaviour in C++: every enum argument is read
 // from its bytes as an int (raw()) and only these helpers compare it.
@@ -15,6 +16,7 @@
 #include <string_view>
 
 #include "status.hpp"
+#include "tropical/c_abi_enums.hpp"
 #include "tropical/gemm.hpp"
 #include "tropical/tropical.h"
 
@@ -28,15 +30,6 @@ int raw(const E& e) noexcept {
   std::memcpy(&value, &e, sizeof value);
   return value;
 }
-
-/// The semiring's short name ("maxplus") of a tropical_semiring value, or "" for any other int.
-std::string_view semiring_name(int s) noexcept;
-
-/// The element type's short name ("f32") of a tropical_dtype value, or "" for any other int.
-std::string_view dtype_name(int t) noexcept;
-
-/// The catalog's operation for a tropical_op value, false for any other int.
-bool to_op(int op, Op& out) noexcept;
 
 /// The C++ transpose of a tropical_trans value; throws Failure for any other int.
 Trans to_trans(int t, const char* name);
@@ -67,34 +60,23 @@ void check_aligned(std::initializer_list<Pointer> pointers) {
 template <class F>
 void with_types(int s, int t, Op op, F&& f) {
   const auto by_type = [&]<class S>() {
-    const auto call = [&]<class T>() {
+    const bool known = visit_dtype(t, [&]<class T>() {
       if constexpr (kSupported<S, T>) {
         f.template operator()<S, T>();
       } else {
         not_in_catalog(s, t, op);
       }
-    };
-    switch (t) {
-      case TROPICAL_F32: return call.template operator()<float>();
-      case TROPICAL_F64: return call.template operator()<double>();
-      case TROPICAL_I32: return call.template operator()<std::int32_t>();
-      case TROPICAL_I64: return call.template operator()<std::int64_t>();
-      case TROPICAL_U8: return call.template operator()<std::uint8_t>();
-      case TROPICAL_I16: return call.template operator()<std::int16_t>();
-    }
-    throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
-  };
-  switch (s) {
-    case TROPICAL_MAXPLUS: return by_type.template operator()<MaxPlus>();
-    case TROPICAL_MINPLUS: return by_type.template operator()<MinPlus>();
-    case TROPICAL_MAXMUL: return by_type.template operator()<MaxMul>();
-    case TROPICAL_MAXMIN: return by_type.template operator()<MaxMin>();
-    case TROPICAL_MINMAX: return by_type.template operator()<MinMax>();
-    case TROPICAL_ANDOR: return by_type.template operator()<AndOr>();
-    case TROPICAL_COUNTING:
+    });
+    if (!known) {
       throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
-                    "tropical: counting products take values and counts: call tropical_counting_gemm or "
-                    "tropical_counting_gemm_batched (tropical_cpu_counting_* on host memory)"};
+                    "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
+    }
+  };
+  if (visit_scalar_semiring(s, by_type)) return;
+  if (s == TROPICAL_COUNTING) {
+    throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
+                  "tropical: counting products take values and counts: call tropical_counting_gemm or "
+                  "tropical_counting_gemm_batched (tropical_cpu_counting_* on host memory)"};
   }
   throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: semiring " + std::to_string(s) +
                                                      " is not a tropical_semiring"};
@@ -104,10 +86,16 @@ void with_types(int s, int t, Op op, F&& f) {
 /// (float or double); throws Failure for any other dtype.
 template <class F>
 void with_counting_type(int t, F&& f) {
-  if (t == TROPICAL_F32) return f.template operator()<float>();
-  if (t == TROPICAL_F64) return f.template operator()<double>();
-  if (!dtype_name(t).empty()) not_in_catalog(TROPICAL_COUNTING, t, Op::kGemm);
-  throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
+  const bool known = visit_dtype(t, [&]<class T>() {
+    if constexpr (CountingElement<T>) {
+      f.template operator()<T>();
+    } else {
+      not_in_catalog(TROPICAL_COUNTING, t, Op::kGemm);
+    }
+  });
+  if (!known) {
+    throw Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: dtype " + std::to_string(t) + " is not a tropical_dtype"};
+  }
 }
 
 /// The element of T at `scalar` (checked aligned, read by bytes), or `fallback` if null.

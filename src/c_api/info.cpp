@@ -67,15 +67,9 @@ tropical_status tropical_device_arch(int device, int* arch) {
 }
 
 size_t tropical_dtype_size(tropical_dtype dtype) {
-  switch (raw(dtype)) {
-    case TROPICAL_F32: return 4;
-    case TROPICAL_F64: return 8;
-    case TROPICAL_I32: return 4;
-    case TROPICAL_I64: return 8;
-    case TROPICAL_U8: return 1;
-    case TROPICAL_I16: return 2;
-  }
-  return 0;
+  size_t size = 0;
+  tropical::c_api::visit_dtype(raw(dtype), [&]<class T>() { size = sizeof(T); });
+  return size;
 }
 
 int tropical_has_kernel(tropical_semiring semiring, tropical_dtype dtype, tropical_op op) {

@@ -52,18 +52,24 @@ void check_both_passes(const std::string& suffix) {
                                         ldb, sb, want_a.data(), lda, sa, batch);
     reference::backward_b_batched<S, T>(c.ta, c.tb, m, n, k, grad_c.data(), ldg, sg, arg.data(), ldx, sx, a.data(),
                                         lda, sa, want_b.data(), ldb, sb, batch);
-    const void *pg = grad_c.data(), *px = arg.data(), *pa = a.data(), *pb = b.data();
-    void *pga = got_a.data(), *pgb = got_b.data();
-    int ta = c.ta == Trans::kYes, tb = c.tb == Trans::kYes;
+    const int ta = c.ta == Trans::kYes, tb = c.tb == Trans::kYes;
     const auto a_id = id_of("tropical_backward_a_batched_" + suffix);
     const auto b_id = id_of("tropical_backward_b_batched_" + suffix);
     // src/gemm.cpp: one thread per row of op(dA) (column of op(dB)), z over the batch.
     const auto block = catalog::kInfo[static_cast<std::size_t>(a_id)].launch.block_x;
     const Dim3 grid_a{static_cast<unsigned>((m - 1) / block + 1), 1, static_cast<unsigned>(batch)};
     const Dim3 grid_b{static_cast<unsigned>((n - 1) / block + 1), 1, static_cast<unsigned>(batch)};
-    void* args_a[] = {&pg, &px, &pb, &pga, &m, &n, &k, &ldg, &ldx, &ldb, &lda, &ta, &tb, &sg, &sx, &sb, &sa, &batch};
+    catalog::BackwardABatchedArgs args_a{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = b.data(),
+                                         .grad = got_a.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                         .ld_operand = ldb, .ld_grad = lda, .trans_a = ta, .trans_b = tb,
+                                         .stride_gc = sg, .stride_argmax = sx, .stride_operand = sb, .stride_grad = sa,
+                                         .batch = batch};
     launch_kernel(a_id, "tuned", {m, n, k}, args_a, &grid_a);
-    void* args_b[] = {&pg, &px, &pa, &pgb, &m, &n, &k, &ldg, &ldx, &lda, &ldb, &ta, &tb, &sg, &sx, &sa, &sb, &batch};
+    catalog::BackwardBBatchedArgs args_b{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = a.data(),
+                                         .grad = got_b.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                         .ld_operand = lda, .ld_grad = ldb, .trans_a = ta, .trans_b = tb,
+                                         .stride_gc = sg, .stride_argmax = sx, .stride_operand = sa, .stride_grad = sb,
+                                         .batch = batch};
     launch_kernel(b_id, "tuned", {m, n, k}, args_b, &grid_b);
     const std::string what = suffix + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     expect_equal(got_a, want_a, what + " backward_a");

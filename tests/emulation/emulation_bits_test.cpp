@@ -44,11 +44,9 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t batch
                            want.data(), ldc, sc, batch);
     for (const char* tier : {"tuned", "quick"}) {
       std::vector<unsigned char> got(bytes + 4, 0x5a);
-      const void* pa = a.data();
-      const void* pb = b.data();
-      void* pc = got.data();
-      int form = output;
-      void* args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &form, &sa, &sb, &sc, &batch};
+      catalog::BitsArgs args{.a = a.data(), .bt = b.data(), .c = got.data(), .m = m, .n = n, .kk = k, .lda = lda,
+                             .ldb = ldb, .ldc = ldc, .output = output, .stride_a = sa, .stride_b = sb,
+                             .stride_c = sc, .batch = batch};
       emulation::launch_kernel(id, tier, {m, n, k, batch}, args);
       EXPECT_EQ(got, want) << tier << " output " << output << " " << m << "x" << n << "x" << k << " batch "
                            << batch << " pad " << pad;

@@ -55,14 +55,12 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, Data d, std::uint6
   reference::gemm<S, I16>(Trans::kNo, Trans::kNo, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc);
   const auto id = kernel_id<S, I16, Op::kGemm>();
   const std::string name(catalog::kInfo[static_cast<std::size_t>(id)].name);
-  const void* pa = a.data();
-  const void* pb = b.data();
-  int ta = 0, tb = 0, flags = 0;
-  I16 alpha = 0, beta = 0;
+  const I16 alpha = 0, beta = 0;
   for (const char* tier : {"tuned", "quick"}) {
     std::vector<I16> c(want.size(), I16(3));
-    void* pc = c.data();
-    void* args[] = {&pa, &pb, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
+    catalog::GemmArgs args{.a = a.data(), .b = b.data(), .c = c.data(), .m = m, .n = n, .kk = k, .lda = lda,
+                           .ldb = ldb, .ldc = ldc, .trans_a = 0, .trans_b = 0, .alpha = &alpha, .beta = &beta,
+                           .flags = 0};
     emulation::launch_kernel(id, tier, {m, n, k}, args);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {

@@ -51,13 +51,13 @@ struct Product {
   int ta, tb;
 
   void gemm(const char* tier, T* c, T alpha = T{}, T beta = T{}, int flags = 0) {
-    void* pc = c;
-    void* args[] = {&a, &b, &pc, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &alpha, &beta, &flags};
+    catalog::GemmArgs args{.a = a, .b = b, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+                           .trans_a = ta, .trans_b = tb, .alpha = &alpha, .beta = &beta, .flags = flags};
     launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, args);
   }
   void argmax(const char* tier, T* c, std::int32_t* x) {
-    void* pc = c;
-    void* args[] = {&a, &b, &pc, &x, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
+    catalog::GemmArgmaxArgs args{.a = a, .b = b, .c = c, .argmax = x, .m = m, .n = n, .kk = k, .lda = lda,
+                                 .ldb = ldb, .ldc = ldc, .ldargmax = ldx, .trans_a = ta, .trans_b = tb};
     launch_kernel(kernel_id<S, T, Op::kGemmArgmax>(), tier, {m, n, k}, args);
   }
   /// "<tier> MxNxK<suffix>", for failure messages.
@@ -195,15 +195,14 @@ TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
       std::vector<std::int32_t> want_arg(static_cast<std::size_t>(sx * batch));
       reference::gemm_batched_argmax<MaxPlus, float>(s.ta, s.tb, m, n, k, a.data(), lda, sa, b.data(), ldb, sb,
                                                      want.data(), ldc, sc, want_arg.data(), ldx, sx, batch);
-      const void* pa = a.data();
-      const void* pb = b.data();
-      int ta = flag(s.ta), tb = flag(s.tb);
       for (const char* tier : kTiers) {
         std::vector<float> c(want.size(), 7.f);
         std::vector<std::int32_t> arg(want_arg.size(), 7);
-        void* pc = c.data();
-        std::int32_t* px = arg.data();
-        void* args[] = {&pa, &pb, &pc, &px, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
+        catalog::GemmBatchedArgmaxArgs args{.a = a.data(), .b = b.data(), .c = c.data(), .argmax = arg.data(),
+                                            .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+                                            .ldargmax = ldx, .trans_a = flag(s.ta), .trans_b = flag(s.tb),
+                                            .stride_a = sa, .stride_b = sb, .stride_c = sc, .stride_argmax = sx,
+                                            .batch = batch};
         launch_kernel(id_of(name), tier, {m, n, k, batch}, args);
         const std::string what = std::string(name) + " " + tier + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                  std::to_string(k);
@@ -235,14 +234,12 @@ TEST(Backward, both_passes_are_the_reference) {
                                           want_a.data(), lda);
     reference::backward_b<MaxPlus, float>(s.ta, s.tb, m, n, k, grad_c.data(), ldg, arg.data(), ldx, a.data(), lda,
                                           want_b.data(), ldb);
-    const void* pg = grad_c.data();
-    const void* px = arg.data();
-    int ta = flag(s.ta), tb = flag(s.tb);
+    const int ta = flag(s.ta), tb = flag(s.tb);
     std::vector<float> got_a(a.size(), 0.f), got_b(b.size(), 0.f);
     // The kernels add into a zeroed gradient (the library clears it first), and read the other operand.
-    const void* pb = b.data();
-    void* pga = got_a.data();
-    void* args_a[] = {&pg, &px, &pb, &pga, &m, &n, &k, &ldg, &ldx, &ldb, &lda, &ta, &tb};
+    catalog::BackwardAArgs args_a{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = b.data(),
+                                  .grad = got_a.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                  .ld_operand = ldb, .ld_grad = lda, .trans_a = ta, .trans_b = tb};
     launch_kernel(id_of("tropical_backward_a_maxplus_f32"), "tuned", {m, n, k}, args_a);
     expect_equal(got_a, want_a, "backward_a");
     // backward_b's grid (src/gemm.cpp): x over row blocks of dC, y over strips of columns.
@@ -250,9 +247,9 @@ TEST(Backward, both_passes_are_the_reference) {
     const auto& shape = catalog::kInfo[static_cast<std::size_t>(b_id)].launch;
     const Dim3 grid{static_cast<unsigned>((m - 1) / shape.tile_m + 1), static_cast<unsigned>((n - 1) / shape.tile_n + 1),
                     1};
-    const void* pa = a.data();
-    void* pgb = got_b.data();
-    void* args_b[] = {&pg, &px, &pa, &pgb, &m, &n, &k, &ldg, &ldx, &lda, &ldb, &ta, &tb};
+    catalog::BackwardBArgs args_b{.grad_c = grad_c.data(), .argmax = arg.data(), .operand = a.data(),
+                                  .grad = got_b.data(), .m = m, .n = n, .kk = k, .ldgc = ldg, .ldargmax = ldx,
+                                  .ld_operand = lda, .ld_grad = ldb, .trans_a = ta, .trans_b = tb};
     launch_kernel(b_id, "tuned", {m, n, k}, args_b, &grid);
     expect_equal(got_b, want_b, "backward_b");
   }
@@ -263,7 +260,7 @@ TEST(Counting, both_tiers_are_the_reference) {
   std::mt19937_64 rng(23);
   for (const bool tied : {false, true}) {
     for (const Shape& s : kShapes) {
-      long long m = s.m, n = s.n, k = s.k, batch = 1, zero = 0;
+      long long m = s.m, n = s.n, k = s.k, batch = 1;
       long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n;
       const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
       std::uniform_int_distribution<int> few(-2, 2), count(0, 3);
@@ -283,13 +280,15 @@ TEST(Counting, both_tiers_are_the_reference) {
       std::vector<float> want_v(static_cast<std::size_t>(m * ldc)), want_c(want_v.size());
       reference::gemm_counting<float>(s.ta, s.tb, m, n, k, {av.data(), lda, ac.data(), lda},
                                       {bv.data(), ldb, bc.data(), ldb}, {want_v.data(), ldc, want_c.data(), ldc});
-      const void *pav = av.data(), *pac = ac.data(), *pbv = bv.data(), *pbc = bc.data();
-      int ta = flag(s.ta), tb = flag(s.tb);
       for (const char* tier : kTiers) {
         std::vector<float> cv(want_v.size(), 7.f), cc(want_c.size(), 7.f);
-        void *pcv = cv.data(), *pcc = cc.data();
-        void* args[] = {&pav, &pac, &pbv, &pbc, &pcv, &pcc, &m,    &n,    &k,    &lda,  &lda, &ldb,
-                        &ldb, &ldc, &ldc, &ta,  &tb,  &zero, &zero, &zero, &zero, &zero, &zero, &batch};
+        catalog::CountingArgs args{.a_values = av.data(), .a_counts = ac.data(), .b_values = bv.data(),
+                                   .b_counts = bc.data(), .c_values = cv.data(), .c_counts = cc.data(), .m = m,
+                                   .n = n, .kk = k, .lda_values = lda, .lda_counts = lda, .ldb_values = ldb,
+                                   .ldb_counts = ldb, .ldc_values = ldc, .ldc_counts = ldc, .trans_a = flag(s.ta),
+                                   .trans_b = flag(s.tb), .stride_a_values = 0, .stride_a_counts = 0,
+                                   .stride_b_values = 0, .stride_b_counts = 0, .stride_c_values = 0,
+                                   .stride_c_counts = 0, .batch = batch};
         launch_kernel(id_of("tropical_gemm_counting_f32"), tier, {m, n, k}, args);
         const std::string what = std::string(tier) + (tied ? " tied " : " spread ") + std::to_string(m) + "x" +
                                  std::to_string(n) + "x" + std::to_string(k);

@@ -42,4 +42,14 @@ inline void launch_kernel(catalog::KernelId id, const char* tier, const detail::
   launch(entry, args, grid != nullptr ? *grid : Dim3{g.x, g.y, g.z}, Dim3{shape.block_x, shape.block_y, 1});
 }
 
+/// launch_kernel() with the arguments of a struct of tropical/kernel_args.hpp (checked against kernel `id`'s
+/// parameter list, as the library's launchers check them).
+template <class Args>
+void launch_kernel(catalog::KernelId id, const char* tier, const detail::Extent& e, Args& args,
+                   const Dim3* grid = nullptr) {
+  detail::check_signature(id, Args::kSignature);
+  auto pointers = args.pointers();
+  launch_kernel(id, tier, e, pointers.data(), grid);
+}
+
 }  // namespace tropical::emulation

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../../src/launch.hpp"
 #include "tropical/catalog_sources.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/gemm.hpp"
+#include "tropical/kernel_args.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
 
@@ -32,30 +34,32 @@ class TierLauncher {
   void gemm(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k, const void* a, long long lda,
             const void* b, long long ldb, void* c, long long ldc, int ta = 0, int tb = 0, CUstream stream = nullptr,
             const detail::Scaling& scaling = {}) {
-    std::uint64_t alpha = 0, beta = 0;
-    int flags = scaling.flags;
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, element(scaling.alpha, alpha),
-                    element(scaling.beta, beta), &flags};
-    launch(kernel(id, tier), m, n, 1, args, stream);
+    const std::uint64_t unused = 0;
+    catalog::GemmArgs args{.a = a, .b = b, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+                           .trans_a = ta, .trans_b = tb, .alpha = element(scaling.alpha, unused),
+                           .beta = element(scaling.beta, unused), .flags = scaling.flags};
+    launch(id, kernel(id, tier), m, n, 1, args, stream);
   }
 
   /// C and argmax, asynchronously on `stream`.
   void gemm_argmax(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k, const void* a,
                    long long lda, const void* b, long long ldb, void* c, long long ldc, std::int32_t* argmax,
                    long long ldx, int ta = 0, int tb = 0, CUstream stream = nullptr) {
-    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb};
-    launch(kernel(id, tier), m, n, 1, args, stream);
+    catalog::GemmArgmaxArgs args{.a = a, .b = b, .c = c, .argmax = argmax, .m = m, .n = n, .kk = k, .lda = lda,
+                                 .ldb = ldb, .ldc = ldc, .ldargmax = ldx, .trans_a = ta, .trans_b = tb};
+    launch(id, kernel(id, tier), m, n, 1, args, stream);
   }
 
   /// The strided batch of products, asynchronously on `stream`.
   void gemm_batched(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k, const void* a,
                     long long lda, long long sa, const void* b, long long ldb, long long sb, void* c, long long ldc,
                     long long sc, long long batch, CUstream stream = nullptr, const detail::Scaling& scaling = {}) {
-    int ta = 0, tb = 0, flags = scaling.flags;
-    std::uint64_t alpha = 0, beta = 0;
-    void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &batch,
-                    element(scaling.alpha, alpha), element(scaling.beta, beta), &flags};
-    launch(kernel(id, tier), m, n, batch, args, stream);
+    const std::uint64_t unused = 0;
+    catalog::GemmBatchedArgs args{.a = a, .b = b, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb,
+                                  .ldc = ldc, .trans_a = 0, .trans_b = 0, .stride_a = sa, .stride_b = sb,
+                                  .stride_c = sc, .batch = batch, .alpha = element(scaling.alpha, unused),
+                                  .beta = element(scaling.beta, unused), .flags = scaling.flags};
+    launch(id, kernel(id, tier), m, n, batch, args, stream);
   }
 
   /// CountingTropical (gemm or gemm_batched `id`): `batch` products of values and counts, each array with
@@ -64,14 +68,16 @@ class TierLauncher {
   void counting(catalog::KernelId id, jit::Tier tier, long long m, long long n, long long k,
                 const CountingMatrix<const T>& a, const CountingMatrix<const T>& b, const CountingMatrix<T>& c,
                 long long batch, int ta = 0, int tb = 0, CUstream stream = nullptr) {
-    const void *av = a.values, *ac = a.counts, *bv = b.values, *bc = b.counts;
-    void *cv = c.values, *cc = c.counts;
-    long long ldav = a.ld_values, ldac = a.ld_counts, ldbv = b.ld_values, ldbc = b.ld_counts, ldcv = c.ld_values,
-              ldcc = c.ld_counts, sav = a.stride_values, sac = a.stride_counts, sbv = b.stride_values,
-              sbc = b.stride_counts, scv = c.stride_values, scc = c.stride_counts;
-    void* args[] = {&av,   &ac,   &bv, &bc, &cv,  &cc,  &m,   &n,   &k,   &ldav, &ldac, &ldbv,
-                    &ldbc, &ldcv, &ldcc, &ta, &tb, &sav, &sac, &sbv, &sbc, &scv,  &scc,  &batch};
-    launch(kernel(id, tier), m, n, batch, args, stream);
+    catalog::CountingArgs args{.a_values = a.values, .a_counts = a.counts, .b_values = b.values,
+                               .b_counts = b.counts, .c_values = c.values, .c_counts = c.counts, .m = m, .n = n,
+                               .kk = k, .lda_values = a.ld_values, .lda_counts = a.ld_counts,
+                               .ldb_values = b.ld_values, .ldb_counts = b.ld_counts, .ldc_values = c.ld_values,
+                               .ldc_counts = c.ld_counts, .trans_a = ta, .trans_b = tb,
+                               .stride_a_values = a.stride_values, .stride_a_counts = a.stride_counts,
+                               .stride_b_values = b.stride_values, .stride_b_counts = b.stride_counts,
+                               .stride_c_values = c.stride_values, .stride_c_counts = c.stride_counts,
+                               .batch = batch};
+    launch(id, kernel(id, tier), m, n, batch, args, stream);
   }
 
   /// The strided batch of products with their argmax, asynchronously on `stream`.
@@ -79,15 +85,17 @@ class TierLauncher {
                            const void* a, long long lda, long long sa, const void* b, long long ldb, long long sb,
                            void* c, long long ldc, long long sc, std::int32_t* argmax, long long ldx, long long sx,
                            long long batch, CUstream stream = nullptr) {
-    int ta = 0, tb = 0;
-    void* args[] = {&a, &b, &c, &argmax, &m, &n, &k, &lda, &ldb, &ldc, &ldx, &ta, &tb, &sa, &sb, &sc, &sx, &batch};
-    launch(kernel(id, tier), m, n, batch, args, stream);
+    catalog::GemmBatchedArgmaxArgs args{.a = a, .b = b, .c = c, .argmax = argmax, .m = m, .n = n, .kk = k,
+                                        .lda = lda, .ldb = ldb, .ldc = ldc, .ldargmax = ldx, .trans_a = 0,
+                                        .trans_b = 0, .stride_a = sa, .stride_b = sb, .stride_c = sc,
+                                        .stride_argmax = sx, .batch = batch};
+    launch(id, kernel(id, tier), m, n, batch, args, stream);
   }
 
  private:
   // alpha or beta as the kernel's parameter: the caller's element, else an unused one of 8 zero bytes.
-  static void* element(const void* given, std::uint64_t& unused) {
-    return const_cast<void*>(given != nullptr ? given : static_cast<const void*>(&unused));
+  static const void* element(const void* given, const std::uint64_t& unused) {
+    return given != nullptr ? given : &unused;
   }
 
   static jit::TierConfig config(jit::TierMode mode) {
@@ -98,7 +106,13 @@ class TierLauncher {
     return tiers;
   }
 
-  static void launch(const jit::Resolved& r, long long m, long long n, long long batch, void** args, CUstream stream) {
+  // Launches kernel `id` (resolved as r) with an argument struct of tropical/kernel_args.hpp, checked against
+  // the kernel's parameter list as the library checks it.
+  template <class Args>
+  static void launch(catalog::KernelId id, const jit::Resolved& r, long long m, long long n, long long batch,
+                     Args& args, CUstream stream) {
+    detail::check_signature(id, Args::kSignature);
+    auto pointers = args.pointers();
     if (m == 0 || n == 0 || batch == 0) return;
     const auto& api = jit::driver::api();
     jit::driver::ScopedContext context(0);
@@ -106,7 +120,7 @@ class TierLauncher {
     const unsigned gy = static_cast<unsigned>((m - 1) / r.launch.tile_m + 1);
     const unsigned gz = static_cast<unsigned>(std::min<long long>(batch, 65535));
     jit::driver::check(api.cuLaunchKernel(r.function, gx, gy, gz, r.launch.block_x, r.launch.block_y, 1,
-                                          r.launch.smem_bytes, stream, args, nullptr),
+                                          r.launch.smem_bytes, stream, pointers.data(), nullptr),
                        "cuLaunchKernel");
   }
 

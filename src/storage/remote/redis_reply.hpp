@@ -3,7 +3,7 @@
 // How redis_connection.cpp's reader builds replies: hiredis parses the protocol and calls these functions,
 // which build RedisReply trees directly (one copy of each string, arrays over 1024 elements refused at their
 // header); and the header of a value, which the reader reads into its own buffer past hiredis. Private to
-// src/jit/storage/remote/.
+// src/storage/remote/.
 
 #include <hiredis/read.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// The disk cache is the storage module set under tropical/jit/storage/; this
+// The disk cache is the storage module set under tropical/storage/; this
 // header keeps the names code written before the split includes.
 
 #include "tropical/storage/config.hpp"

@@ -1,0 +1,120 @@
+"""The C ABI's facts beyond the catalog's enums (include/tropical/tropical.h): its version, its other enums
+and the prototype of every function. generate.py writes the Python package's _abi.py (enums and ctypes
+prototypes) from them and from spec.py (the semiring, dtype and op values, spec.C_VALUE);
+tests/faces_test.py checks that tropical.h declares the same."""
+
+ABI_VERSION = 1
+
+# The other enums, each enumerator TROPICAL_<name> with its index as value (the ABI: append only).
+STATUS = ("OK", "ERROR_INVALID_ARGUMENT", "ERROR_UNAVAILABLE", "ERROR_COMPILE", "ERROR_CUDA",
+          "ERROR_NOT_IN_CATALOG", "ERROR_OUT_OF_MEMORY", "ERROR_INTERNAL")
+TRANS = ("NO_TRANS", "TRANS")
+# tropical_bits_output, with the Python package's name of each form.
+BITS_OUTPUT = (("BITS_PACKED", "bits"), ("BITS_BYTES", "bytes"), ("BITS_COUNTS", "counts"))
+
+_PRODUCT = ("tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, "
+            "int64_t n, int64_t k, ")
+_COUNTING = "tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n, int64_t k, "
+_BITS = "tropical_bits_output output, int64_t m, int64_t n, int64_t k, "
+
+# The calls that exist twice: tropical_<name> on device memory (a trailing `void* stream`) and
+# tropical_cpu_<name> on host memory; each returns a tropical_status. Name: parameters, as tropical.h spells them.
+PRODUCTS = {
+    "gemm": _PRODUCT + "const void* alpha, const void* a, int64_t lda, const void* b, int64_t ldb, "
+                       "const void* beta, void* c, int64_t ldc",
+    "gemm_argmax": _PRODUCT + "const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, "
+                              "int32_t* argmax, int64_t ldargmax",
+    "backward_a": _PRODUCT + "const void* grad_c, int64_t ldgc, const int32_t* argmax, int64_t ldargmax, "
+                             "const void* b, int64_t ldb, void* grad_a, int64_t ldga",
+    "backward_b": _PRODUCT + "const void* grad_c, int64_t ldgc, const int32_t* argmax, int64_t ldargmax, "
+                             "const void* a, int64_t lda, void* grad_b, int64_t ldgb",
+    "gemm_batched": _PRODUCT + "const void* alpha, const void* a, int64_t lda, int64_t stride_a, const void* b, "
+                               "int64_t ldb, int64_t stride_b, const void* beta, void* c, int64_t ldc, "
+                               "int64_t stride_c, int64_t batch",
+    "gemm_batched_argmax": _PRODUCT + "const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, "
+                                      "int64_t stride_b, void* c, int64_t ldc, int64_t stride_c, int32_t* argmax, "
+                                      "int64_t ldargmax, int64_t stride_argmax, int64_t batch",
+    "backward_a_batched": _PRODUCT + "const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, "
+                                     "int64_t ldargmax, int64_t stride_argmax, const void* b, int64_t ldb, "
+                                     "int64_t stride_b, void* grad_a, int64_t ldga, int64_t stride_ga, "
+                                     "int64_t batch",
+    "backward_b_batched": _PRODUCT + "const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, "
+                                     "int64_t ldargmax, int64_t stride_argmax, const void* a, int64_t lda, "
+                                     "int64_t stride_a, void* grad_b, int64_t ldgb, int64_t stride_gb, "
+                                     "int64_t batch",
+    "counting_gemm": _COUNTING + "const void* a_values, int64_t lda_values, const void* a_counts, "
+                                 "int64_t lda_counts, const void* b_values, int64_t ldb_values, "
+                                 "const void* b_counts, int64_t ldb_counts, void* c_values, int64_t ldc_values, "
+                                 "void* c_counts, int64_t ldc_counts",
+    "counting_gemm_batched": _COUNTING + "const void* a_values, int64_t lda_values, int64_t stride_a_values, "
+                                         "const void* a_counts, int64_t lda_counts, int64_t stride_a_counts, "
+                                         "const void* b_values, int64_t ldb_values, int64_t stride_b_values, "
+                                         "const void* b_counts, int64_t ldb_counts, int64_t stride_b_counts, "
+                                         "void* c_values, int64_t ldc_values, int64_t stride_c_values, "
+                                         "void* c_counts, int64_t ldc_counts, int64_t stride_c_counts, "
+                                         "int64_t batch",
+    "bits_gemm": _BITS + "const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb, void* c, int64_t ldc",
+    "bits_gemm_batched": _BITS + "const uint32_t* a, int64_t lda, int64_t stride_a, const uint32_t* bt, "
+                                 "int64_t ldb, int64_t stride_b, void* c, int64_t ldc, int64_t stride_c, "
+                                 "int64_t batch",
+    "bits_closure": "int64_t n, uint32_t* words, int64_t ld, int64_t* iterations",
+}
+
+# The calls that exist once: name: (result, parameters), in tropical.h's order.
+FUNCTIONS = {
+    "tropical_last_error": ("const char*", ""),
+    "tropical_version": ("const char*", ""),
+    "tropical_abi_version": ("int", ""),
+    "tropical_device_count": ("int", ""),
+    "tropical_device_arch": ("tropical_status", "int device, int* arch"),
+    "tropical_dtype_size": ("size_t", "tropical_dtype dtype"),
+    "tropical_has_kernel": ("int", "tropical_semiring semiring, tropical_dtype dtype, tropical_op op"),
+    "tropical_cpu_has_kernel": ("int", "tropical_semiring semiring, tropical_dtype dtype, tropical_op op"),
+    "tropical_kernel_count": ("uint32_t", ""),
+    "tropical_kernel_name": ("const char*", "uint32_t id"),
+    "tropical_kernel_id": ("tropical_status", "const char* name, uint32_t* id"),
+    "tropical_find_kernel": ("tropical_status",
+                             "tropical_semiring semiring, tropical_dtype dtype, tropical_op op, uint32_t* id"),
+    "tropical_warm": ("tropical_status", "const uint32_t* ids, size_t count, int arch, unsigned threads, "
+                                         "size_t* compiled, size_t* ready"),
+    "tropical_publish_cached": ("tropical_status", "const uint32_t* ids, size_t count, int arch, size_t* published"),
+    "tropical_cpu_set_num_threads": ("tropical_status", "int n"),
+    "tropical_cpu_num_threads": ("int", ""),
+    "tropical_cpu_isa": ("const char*", ""),
+    "tropical_bits_ld": ("int64_t", "int64_t k"),
+    "tropical_cpu_pack_bits": ("tropical_status",
+                               "int64_t rows, int64_t k, const uint8_t* a, int64_t lda, uint32_t* words, int64_t ldw"),
+    "tropical_cpu_unpack_bits": ("tropical_status", "int64_t rows, int64_t k, const uint32_t* words, int64_t ldw, "
+                                                    "uint8_t* a, int64_t lda"),
+    "tropical_cpu_transpose_bits": ("tropical_status", "int64_t rows, int64_t cols, const uint32_t* in, "
+                                                       "int64_t ldin, uint32_t* out, int64_t ldout"),
+}
+
+# Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every
+# other pointer is passed as an address (an int from an array's data pointer): c_void_p.
+BY_REFERENCE = ("arch", "id", "ids", "compiled", "ready", "published", "iterations")
+
+
+def functions():
+    """Every function of the C ABI: name -> (result, [(C type, name), ...]), products in both forms."""
+    found = {}
+    for name, (result, params) in FUNCTIONS.items():
+        found[name] = (result, _split(params))
+    for name, params in PRODUCTS.items():
+        found["tropical_" + name] = ("tropical_status", _split(params + ", void* stream"))
+        found["tropical_cpu_" + name] = ("tropical_status", _split(params))
+    return found
+
+
+def is_bits(name):
+    """True for a function of packed booleans (the Python package binds those on first use)."""
+    return "bits" in name
+
+
+def _split(params):
+    """[(C type, name), ...] of a parameter list "const void* a, int64_t lda"."""
+    found = []
+    for param in filter(None, (p.strip() for p in params.split(","))):
+        ctype, name = param.rsplit(" ", 1)
+        found.append((ctype, name))
+    return found

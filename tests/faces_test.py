@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The faces generated from the catalog's spec agree with it and with what is checked in: every kernel declares
+spec.KERNEL_PARAMS' list (both tiers), the argument structs of tropical/kernel_args.hpp list the same members in
+the same order, include/tropical/tropical.h declares the enums of spec.C_VALUE and codegen/c_abi.py and the
+functions of codegen/c_abi.py, and python/tropical/_abi.py is what the generator writes now.
+
+usage: faces_test.py SOURCE_ROOT
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(ROOT, "codegen"))
+import c_abi  # noqa: E402
+import spec  # noqa: E402
+
+HEADER = os.path.join(ROOT, "include", "tropical", "tropical.h")
+ABI_PY = os.path.join(ROOT, "python", "tropical", "_abi.py")
+
+
+def declared_parameters(source, name):
+    """[(type, name), ...] of kernel `name`'s declaration in a fragment."""
+    match = re.search(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*' + re.escape(name) +
+                      r"\(([^)]*)\)\s*\{", source)
+    if match is None:
+        raise AssertionError(f"no kernel {name} in its fragment")
+    return [tuple(" ".join(p.split()).rsplit(" ", 1)) for p in match.group(1).split(",")]
+
+
+def header_enums(text):
+    """{enum name: {enumerator: value}} of every typedef'd enum of a C header."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    enums = {}
+    for body, name in re.findall(r"typedef enum \w+ \{([^}]*)\} (\w+);", text):
+        enums[name] = {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", body)}
+    return enums
+
+
+def header_functions(text):
+    """{name: (result, [(C type, name), ...])} of every TROPICAL_API function of a C header."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    found = {}
+    for result, name, params in re.findall(r"TROPICAL_API\s+([\w\s*]+?)\s*\b(tropical_\w+)\s*\(([^)]*)\)\s*;", text):
+        params = " ".join(params.split())
+        found[name] = (" ".join(result.split()), [] if params == "void" else
+                       [tuple(p.strip().rsplit(" ", 1)) for p in params.split(",")])
+    return found
+
+
+class FacesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.out = os.path.join(cls.tmp.name, "out")
+        cls.frag = os.path.join(cls.tmp.name, "frag")
+        cls.abi_py = os.path.join(cls.tmp.name, "_abi.py")
+        subprocess.run([sys.executable, os.path.join(ROOT, "codegen", "generate.py"), "--templates",
+                        os.path.join(ROOT, "templates"), "--outdir", cls.out, "--fragments", cls.frag,
+                        "--python-abi", cls.abi_py], check=True, stdout=subprocess.DEVNULL)
+        with open(HEADER, encoding="utf-8") as f:
+            cls.header = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_kernel_declares_its_spec_parameters_on_both_tiers(self):
+        for k in spec.catalog():
+            want = [(spec.PARAM_DEVICE[p.kind], p.name) for p in spec.KERNEL_PARAMS[spec.signature(k)]]
+            for name in (k.name, spec.quick_name(k)):
+                path = os.path.join(self.frag, name + ".cu")
+                if not os.path.exists(path):
+                    continue  # a kernel with one tier
+                with open(path, encoding="utf-8") as f:
+                    self.assertEqual(declared_parameters(f.read(), name), want, name)
+
+    def test_argument_structs_list_the_spec_parameters_in_order(self):
+        with open(os.path.join(self.out, "kernel_args.hpp"), encoding="utf-8") as f:
+            text = f.read()
+        for signature, params in spec.KERNEL_PARAMS.items():
+            struct = "".join(p.capitalize() for p in signature.split("_")) + "Args"
+            body = re.search(r"struct " + struct + r" \{(.*?)\n\};", text, re.S)
+            self.assertIsNotNone(body, struct)
+            members = [m for m in re.findall(r"^  (.+) (\w+);$", body.group(1), re.M) if "static" not in m[0]]
+            self.assertEqual(members, [(spec.PARAM_HOST[p.kind], p.member) for p in params], struct)
+            self.assertIn(f"std::array<void*, {len(params)}> pointers()", body.group(1), struct)
+
+    def test_the_c_header_has_the_spec_enums(self):
+        enums = header_enums(self.header)
+        for c_name, kind in (("tropical_semiring", spec.Semiring), ("tropical_dtype", spec.Type),
+                             ("tropical_op", spec.Op)):
+            want = {spec.c_enumerator(x): v for x, v in spec.C_VALUE.items() if isinstance(x, kind)}
+            self.assertEqual(enums[c_name], want, c_name)
+        for c_name, names in (("tropical_status", c_abi.STATUS), ("tropical_trans", c_abi.TRANS),
+                              ("tropical_bits_output", [n for n, _ in c_abi.BITS_OUTPUT])):
+            self.assertEqual(enums[c_name], {"TROPICAL_" + n: i for i, n in enumerate(names)}, c_name)
+        self.assertEqual(set(enums), {"tropical_semiring", "tropical_dtype", "tropical_op", "tropical_status",
+                                      "tropical_trans", "tropical_bits_output"})
+        self.assertIn(f"#define TROPICAL_ABI_VERSION {c_abi.ABI_VERSION}\n", self.header)
+
+    def test_the_c_header_declares_the_functions_of_c_abi(self):
+        declared = header_functions(self.header)
+        want = c_abi.functions()
+        self.assertEqual(sorted(declared), sorted(want))
+        for name, (result, params) in want.items():
+            self.assertEqual(declared[name], (result, params), name)
+
+    def test_the_python_abi_module_is_what_the_spec_generates(self):
+        with open(self.abi_py, "rb") as f, open(ABI_PY, "rb") as g:
+            self.assertEqual(g.read(), f.read(), "python/tropical/_abi.py is stale: regenerate it (its first lines "
+                                                 "say how)")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
