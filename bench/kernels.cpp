@@ -60,7 +60,7 @@ class DeviceMemory {
 class BenchModule {
  public:
   BenchModule(std::string name, std::string source) : name_(std::move(name)), source_(std::move(source)) {
-    const jit::CompiledImage image = jit::compile({0, name_, source_, {}}, drv::device_arch(0));
+    const storage::CompiledImage image = jit::compile({0, name_, source_, {}}, drv::device_arch(0));
     drv::ScopedContext context(0);
     drv::check(drv::api().cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
   }
@@ -456,16 +456,17 @@ void run_batched(benchmark::State& state, std::int64_t batch, std::int64_t n, bo
     ms = median_ms(
         [&] {
           if (argmax && !tile.empty()) {
-            detail::launch_gemm_batched(id, sizeof(T), {Trans::kNo, Trans::kNo, n, n, n, n, n, n}, a.as<T>(),
-                                        b.as<T>(), c.as<T>(), idx->as<std::int32_t>(), n,
-                                        {n * n, n * n, n * n, n * n}, batch, {nullptr, nullptr, 0}, nullptr);
+            const Product<T> p{{a.as<T>(), n, n, n, Trans::kNo, n * n}, {b.as<T>(), n, n, n, Trans::kNo, n * n},
+                               {c.as<T>(), n, n, n, Trans::kNo, n * n},
+                               Operand<std::int32_t>{idx->as<std::int32_t>(), n, n, n, Trans::kNo, n * n}, {}, batch};
+            detail::launch_gemm_batched(id, erased(p), sizeof(T), nullptr);
           } else if (argmax) {
             gemm_batched_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, n * n, b.as<T>(), n, n * n,
                                       c.as<T>(), n, n * n, idx->as<std::int32_t>(), n, n * n, batch);
           } else {
-            detail::launch_gemm_batched(id, sizeof(T), {Trans::kNo, Trans::kNo, n, n, n, n, n, n}, a.as<T>(),
-                                        b.as<T>(), c.as<T>(), nullptr, 0, {n * n, n * n, n * n, 0}, batch,
-                                        {nullptr, nullptr, 0}, nullptr);
+            const Product<T> p{{a.as<T>(), n, n, n, Trans::kNo, n * n}, {b.as<T>(), n, n, n, Trans::kNo, n * n},
+                               {c.as<T>(), n, n, n, Trans::kNo, n * n}, {}, {}, batch};
+            detail::launch_gemm_batched(id, erased(p), sizeof(T), nullptr);
           }
         },
         samples_for(macs));

@@ -20,9 +20,9 @@
 #include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/registry.hpp"
-#include "tropical/jit/storage/checksum.hpp"
-#include "tropical/jit/storage/sha256.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/checksum.hpp"
+#include "tropical/storage/sha256.hpp"
+#include "tropical/storage/tiers.hpp"
 #include "tropical/kernel_args.hpp"
 
 namespace {
@@ -42,8 +42,8 @@ std::filesystem::path bench_cache_dir() {
   return *dir;
 }
 
-jit::CacheConfig bench_cache() {
-  jit::CacheConfig config;
+storage::CacheConfig bench_cache() {
+  storage::CacheConfig config;
   config.dir = bench_cache_dir();
   return config;
 }
@@ -218,8 +218,8 @@ std::filesystem::path fresh_dir(const char* stem) {
 }
 
 /// The bench cache as a read-only layer under a fresh, empty primary.
-jit::CacheConfig fresh_over_layer() {
-  jit::CacheConfig config;
+storage::CacheConfig fresh_over_layer() {
+  storage::CacheConfig config;
   config.dir = fresh_dir("fresh-");
   config.layers = {bench_cache_dir()};
   config.prebuilt_layer = false;
@@ -269,14 +269,14 @@ void BM_layer_hit_with_promotion(benchmark::State& state) {
   const bool written = state.range(0) != 0;
   jit::Registry fill(catalog::kKernels, bench_cache());
   fill.image(kKernel, 90);
-  const jit::CacheKey key = fill.cache_key(kKernel, 90);
+  const storage::CacheKey key = fill.cache_key(kKernel, 90);
   for (auto _ : state) {
     state.PauseTiming();
-    auto tiers = std::make_unique<jit::Tiers>(fresh_over_layer());
+    auto tiers = std::make_unique<storage::Tiers>(fresh_over_layer());
     state.ResumeTiming();
     bool compiled = false;
     benchmark::DoNotOptimize(tiers->get_or_compile(
-        key, [] { return jit::CompiledImage{}; }, &compiled));
+        key, [] { return storage::CompiledImage{}; }, &compiled));
     if (written) tiers->finish_promotions();
     state.PauseTiming();
     if (compiled) state.SkipWithError("compiled: the layer missed");
@@ -295,11 +295,11 @@ BENCHMARK(bench::guarded<BM_layer_hit_with_promotion>)
 // CPU part of a disk hit: read the entry and verify key and checksums. The
 // start-up path reads header + key + CUBIN only; the PTX, which the driver
 // needs only if it refuses the CUBIN, is read and verified on request.
-void disk_read_and_verify(benchmark::State& state, jit::ImageParts parts) {
+void disk_read_and_verify(benchmark::State& state, storage::ImageParts parts) {
   jit::Registry fill(catalog::kKernels, bench_cache());
   fill.image(kKernel, 90);
-  jit::LocalStore disk(bench_cache());
-  const jit::CacheKey key = fill.cache_key(kKernel, 90);
+  storage::LocalStore disk(bench_cache());
+  const storage::CacheKey key = fill.cache_key(kKernel, 90);
   std::size_t bytes = 0;
   for (auto _ : state) {
     auto image = disk.load(key, parts);
@@ -315,7 +315,7 @@ void disk_read_and_verify(benchmark::State& state, jit::ImageParts parts) {
 }
 
 void BM_disk_read_and_verify(benchmark::State& state) {
-  disk_read_and_verify(state, jit::ImageParts::kCubin);
+  disk_read_and_verify(state, storage::ImageParts::kCubin);
 }
 BENCHMARK(bench::guarded<BM_disk_read_and_verify>)
     ->Name("BM_disk_read_and_verify")
@@ -323,7 +323,7 @@ BENCHMARK(bench::guarded<BM_disk_read_and_verify>)
 
 // The same with the PTX (the cold fallback for a driver that refuses the CUBIN).
 void BM_disk_read_and_verify_with_ptx(benchmark::State& state) {
-  disk_read_and_verify(state, jit::ImageParts::kCubinAndPtx);
+  disk_read_and_verify(state, storage::ImageParts::kCubinAndPtx);
 }
 BENCHMARK(bench::guarded<BM_disk_read_and_verify_with_ptx>)
     ->Name("BM_disk_read_and_verify_with_ptx")
@@ -333,12 +333,12 @@ BENCHMARK(bench::guarded<BM_disk_read_and_verify_with_ptx>)
 // (77,552 bytes of CUBIN, as tropical_gemm_maxplus_f32 for sm_90, and 138 kB of
 // PTX left unread): CPU only, needs neither NVRTC nor a GPU. Target <= 60 us.
 void BM_entry_read_and_verify_77kB(benchmark::State& state) {
-  jit::CacheConfig config;
+  storage::CacheConfig config;
   config.dir = bench_cache_dir() / "synthetic";
-  jit::LocalStore disk(config);
-  const jit::CacheKey key{"tropical_synthetic_f32", std::string(64, 'a'), jit::compile_options(90), 90,
+  storage::LocalStore disk(config);
+  const storage::CacheKey key{"tropical_synthetic_f32", std::string(64, 'a'), jit::compile_options(90), 90,
                           "bench"};
-  jit::CompiledImage image;
+  storage::CompiledImage image;
   image.cubin.resize(77'552);
   for (std::size_t i = 0; i < image.cubin.size(); ++i)
     image.cubin[i] = static_cast<std::byte>(i * 131 + (i >> 9));
@@ -362,14 +362,14 @@ BENCHMARK(bench::guarded<BM_entry_read_and_verify_77kB>)
 // Its parts: the entry checksum (GMAC) and, for scale, SHA-256 over the same 77,552 bytes.
 void BM_checksum_77kB(benchmark::State& state) {
   const std::string bytes(77'552, 'c');
-  for (auto _ : state) benchmark::DoNotOptimize(jit::Checksum::of(bytes));
+  for (auto _ : state) benchmark::DoNotOptimize(storage::Checksum::of(bytes));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
 }
 BENCHMARK(bench::guarded<BM_checksum_77kB>)->Name("BM_checksum_77kB")->Unit(benchmark::kMicrosecond);
 
 void BM_sha256_77kB(benchmark::State& state) {
   const std::string bytes(77'552, 'c');
-  for (auto _ : state) benchmark::DoNotOptimize(jit::Sha256::of(bytes));
+  for (auto _ : state) benchmark::DoNotOptimize(storage::Sha256::of(bytes));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
 }
 BENCHMARK(bench::guarded<BM_sha256_77kB>)->Name("BM_sha256_77kB")->Unit(benchmark::kMicrosecond);
@@ -383,7 +383,7 @@ void BM_cold_first_use_image(benchmark::State& state) {
   static std::atomic<int> round{0};
   for (auto _ : state) {
     state.PauseTiming();
-    jit::CacheConfig config;
+    storage::CacheConfig config;
     config.dir = bench_cache_dir() / ("cold-" + std::to_string(round++));
     std::filesystem::remove_all(config.dir);
     state.ResumeTiming();

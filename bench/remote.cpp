@@ -18,13 +18,13 @@
 #include <string>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/remote_store.hpp"
-#include "tropical/jit/storage/remote/remote_tier.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_tier.hpp"
+#include "tropical/storage/tiers.hpp"
 
 namespace {
 
-using namespace tropical::jit::remote;
+using namespace tropical::storage::remote;
 
 const std::string kDigest = "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e";
 
@@ -65,8 +65,8 @@ void BM_verify_entry(benchmark::State& state) {
 BENCHMARK(BM_verify_entry)->Arg(16 << 10)->Arg(200 << 10)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 
 // Destroyed at exit: the server is stopped and its temporary directory removed.
-tropical::jit::remote::testing::RedisServer& server() {
-  static tropical::jit::remote::testing::RedisServer s(/*tcp=*/true);
+tropical::storage::remote::testing::RedisServer& server() {
+  static tropical::storage::remote::testing::RedisServer s(/*tcp=*/true);
   return s;
 }
 
@@ -154,26 +154,26 @@ enum class Copy {
 };
 
 // The primary directory with its stores steered by the mode.
-class SteeredPrimary final : public tropical::jit::Store {
+class SteeredPrimary final : public tropical::storage::Store {
  public:
-  SteeredPrimary(std::unique_ptr<tropical::jit::LocalStore> local, Copy copy)
+  SteeredPrimary(std::unique_ptr<tropical::storage::LocalStore> local, Copy copy)
       : local_(std::move(local)), copy_(copy) {}
   const std::string& name() const noexcept override { return local_->name(); }
-  tropical::jit::Lookup lookup(const tropical::jit::StoreKey& key, tropical::jit::ImageParts parts) override {
+  tropical::storage::Lookup lookup(const tropical::storage::StoreKey& key, tropical::storage::ImageParts parts) override {
     return local_->lookup(key, parts);
   }
   bool can_store() const noexcept override { return local_->can_store(); }
-  bool store(const tropical::jit::StoreKey& key, const tropical::jit::CompiledImage& image,
-             tropical::jit::StoreReason reason) override {
+  bool store(const tropical::storage::StoreKey& key, const tropical::storage::CompiledImage& image,
+             tropical::storage::StoreReason reason) override {
     if (copy_ == Copy::kNone) return false;
-    return local_->store(key, image, copy_ == Copy::kDurable ? tropical::jit::StoreReason::kCompiled : reason);
+    return local_->store(key, image, copy_ == Copy::kDurable ? tropical::storage::StoreReason::kCompiled : reason);
   }
-  void after_store(const tropical::jit::StoreKey& key) override { local_->after_store(key); }
+  void after_store(const tropical::storage::StoreKey& key) override { local_->after_store(key); }
   void count_miss(bool bad) override { local_->count_miss(bad); }
   void count_compile(std::uint64_t ns) override { local_->count_compile(ns); }
 
  private:
-  std::unique_ptr<tropical::jit::LocalStore> local_;
+  std::unique_ptr<tropical::storage::LocalStore> local_;
   Copy copy_;
 };
 
@@ -187,16 +187,16 @@ void fleet_first_use(benchmark::State& state, bool tcp, Copy copy) {
   }
   RemoteOptions options;
   options.client.endpoint = *parse_redis_url(tcp ? server().tcp_url() : server().unix_url());
-  options.format = tropical::jit::kCacheFormatVersion;
+  options.format = tropical::storage::kCacheFormatVersion;
   options.signer = std::make_shared<const SigningKey>(key());
   options.trusted.add(key().public_key());
   RemoteTier remote(options);
-  const tropical::jit::CacheKey cache_key{"tropical_gemm_maxplus_f32", std::string(64, 'a'), {"-arch=sm_90"}, 90,
+  const tropical::storage::CacheKey cache_key{"tropical_gemm_maxplus_f32", std::string(64, 'a'), {"-arch=sm_90"}, 90,
                                           "bench"};
-  tropical::jit::CompiledImage image;
+  tropical::storage::CompiledImage image;
   image.cubin.resize(static_cast<std::size_t>(state.range(0)), std::byte{0x5a});
   image.ptx = std::string(static_cast<std::size_t>(state.range(0)) / 4, 'p');
-  if (!remote.store(tropical::jit::StoreKey(cache_key), image, tropical::jit::StoreReason::kCompiled)) {
+  if (!remote.store(tropical::storage::StoreKey(cache_key), image, tropical::storage::StoreReason::kCompiled)) {
     state.SkipWithError("publish failed");
     return;
   }
@@ -208,14 +208,14 @@ void fleet_first_use(benchmark::State& state, bool tcp, Copy copy) {
   std::size_t n = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    tropical::jit::CacheConfig config;
+    tropical::storage::CacheConfig config;
     config.dir = root / std::to_string(n++);
-    SteeredPrimary primary(std::make_unique<tropical::jit::LocalStore>(config), copy);
-    std::array<tropical::jit::Store*, 2> tiers = {&primary, &remote};
+    SteeredPrimary primary(std::make_unique<tropical::storage::LocalStore>(config), copy);
+    std::array<tropical::storage::Store*, 2> tiers = {&primary, &remote};
     state.ResumeTiming();
     bool compiled = false;
-    const auto got = tropical::jit::walk_tiers(tiers, tropical::jit::LogLevel::kOff, cache_key,
-                                               []() -> tropical::jit::CompiledImage { std::abort(); }, &compiled);
+    const auto got = tropical::storage::walk_tiers(tiers, tropical::storage::LogLevel::kOff, cache_key,
+                                               []() -> tropical::storage::CompiledImage { std::abort(); }, &compiled);
     if (compiled || got.cubin.size() != image.cubin.size()) state.SkipWithError("not a remote hit");
   }
   std::filesystem::remove_all(root);

@@ -98,7 +98,7 @@ int child_whole(int arch, bool gpu) {
               "\n}\n#undef TROPICAL_LOWEST\n#undef TROPICAL_HIGHEST\n";
   }
   const jit::KernelSource whole{0, "whole_catalog", source, ""};
-  const jit::CompiledImage image = jit::compile(whole, arch);
+  const storage::CompiledImage image = jit::compile(whole, arch);
   if (gpu) {
     drv::ScopedContext context(0);
     CUmodule module = nullptr;
@@ -192,7 +192,7 @@ int child_nvrtc_only(int arch, bool gpu) {
   const double ctx = create_context(gpu);
   const auto t = Clock::now();
   for (auto id : kProgram) {
-    const jit::CompiledImage image = jit::compile(catalog::kKernels[static_cast<std::size_t>(id)], arch);
+    const storage::CompiledImage image = jit::compile(catalog::kKernels[static_cast<std::size_t>(id)], arch);
     if (gpu) {
       drv::ScopedContext context(0);
       CUmodule module = nullptr;
@@ -239,8 +239,8 @@ int child_first_product_parts(int arch, bool gpu) {
   // The kernel the product runs: a 64 x 64 product runs on a small batched tile (catalog::pick_product).
   const std::uint32_t id = static_cast<std::uint32_t>(catalog::pick_product(kernel_id<MaxPlus, float, Op::kGemm>(), 64, 64));
   create_context(gpu);
-  const jit::CacheKey key = registry().cache_key(id, arch);
-  jit::LocalStore disk(jit::CacheConfig::from_env());
+  const storage::CacheKey key = registry().cache_key(id, arch);
+  storage::LocalStore disk(storage::CacheConfig::from_env());
   auto t = Clock::now();
   const std::string name = key.digest();
   const double digest = ms_since(t);
@@ -486,9 +486,9 @@ int main(int argc, char** argv) {
     slowest = std::max(slowest, r.work_ms);
   }
   race.work_ms = ms_since(t);
-  jit::CacheConfig e_config;
+  storage::CacheConfig e_config;
   e_config.dir = root / "e";
-  const auto machine = jit::LocalStore(e_config).machine_stats();
+  const auto machine = storage::LocalStore(e_config).machine_stats();
   row("(e)  8 processes cold on one key", race, "wall time for all 8");
   std::printf("     compiles machine-wide: %llu (want 1 per tier: 2 tiered), slowest process %.1f ms\n",
               static_cast<unsigned long long>(machine.compiles), slowest);

@@ -40,7 +40,7 @@ double median(std::vector<double> v) {
 int child_compile(std::size_t id, int tier, int arch) {
   const jit::KernelSource& k = tier == 1 ? catalog::kQuickKernels[id] : catalog::kKernels[id];
   const auto t = Clock::now();
-  const jit::CompiledImage image = jit::compile(k, arch, jit::effort_of(tier == 1 ? Tier::kQuick : Tier::kTuned));
+  const storage::CompiledImage image = jit::compile(k, arch, jit::effort_of(tier == 1 ? Tier::kQuick : Tier::kTuned));
   std::printf("MS %.3f %zu\n", std::chrono::duration<double, std::milli>(Clock::now() - t).count(), image.cubin.size());
   return 0;
 }

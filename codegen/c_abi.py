@@ -77,6 +77,7 @@ FUNCTIONS = {
                              "tropical_semiring semiring, tropical_dtype dtype, tropical_op op, uint32_t* id"),
     "tropical_warm": ("tropical_status", "const uint32_t* ids, size_t count, int arch, unsigned threads, "
                                          "size_t* compiled, size_t* ready"),
+    "tropical_publish_cached": ("tropical_status", "const uint32_t* ids, size_t count, int arch, size_t* published"),
     "tropical_cpu_set_num_threads": ("tropical_status", "int n"),
     "tropical_cpu_num_threads": ("int", ""),
     "tropical_cpu_isa": ("const char*", ""),
@@ -91,7 +92,7 @@ FUNCTIONS = {
 
 # Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every
 # other pointer is passed as an address (an int from an array's data pointer): c_void_p.
-BY_REFERENCE = ("arch", "id", "ids", "compiled", "ready", "iterations")
+BY_REFERENCE = ("arch", "id", "ids", "compiled", "ready", "published", "iterations")
 
 
 def functions():

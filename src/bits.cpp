@@ -1,12 +1,13 @@
-// Host packing of boolean matrices into the bit layout of tropical/bits.hpp,
+// Host packing of boolean matrices into the bit layout of tropical/cpu/bits.hpp,
 // unpacking, and the transpose that turns B packed by rows into B^T packed by rows.
 
-#include "tropical/bits.hpp"
+#include "tropical/cpu/bits.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "bits_checks.hpp"
+#include "tropical/error.hpp"
 
 namespace tropical {
 

@@ -9,35 +9,35 @@
 #include <string>
 #include <tuple>
 
-#include "tropical/bits.hpp"
-#include "tropical/error.hpp"
+#include "spans.hpp"
+#include "tropical/cpu/bits.hpp"
 
 namespace tropical::detail {
 
 /// Throws unless value >= 0.
 inline void check_size(const char* name, std::int64_t value) {
   if (value < 0)
-    throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(value) + " is negative");
+    invalid(std::string(name) + " = " + std::to_string(value) + " is negative");
 }
 
 /// Throws unless ld >= at_least (and ld >= 1).
 inline void check_ld(const char* name, std::int64_t ld, std::int64_t at_least) {
   if (ld < at_least || ld < 1) {
-    throw InvalidArgument("tropical: " + std::string(name) + " = " + std::to_string(ld) +
+    invalid(std::string(name) + " = " + std::to_string(ld) +
                           " is smaller than " + std::to_string(at_least < 1 ? 1 : at_least));
   }
 }
 
 /// Throws if p is null while the operand it points to is not empty.
 inline void check_pointer(const char* name, const void* p, bool empty) {
-  if (p == nullptr && !empty) throw InvalidArgument("tropical: " + std::string(name) + " is null");
+  if (p == nullptr && !empty) invalid(std::string(name) + " is null");
 }
 
 /// The elements spanned by `rows` rows of `ld` (the last one `last` long); throws if that overflows.
 inline std::int64_t check_extent(const char* name, std::int64_t rows, std::int64_t ld, std::int64_t last) {
   if (rows == 0 || last == 0) return 0;
   if (rows - 1 > (std::numeric_limits<std::int64_t>::max() - last) / ld) {
-    throw InvalidArgument("tropical: " + std::string(name) + ": its size overflows 64 bits");
+    invalid(std::string(name) + ": its size overflows 64 bits");
   }
   return (rows - 1) * ld + last;
 }
@@ -52,7 +52,7 @@ inline std::int64_t bits_output_bytes(BitsOutput output) {
     case BitsOutput::kCounts:
       return 4;
   }
-  throw InvalidArgument("tropical: output = " + std::to_string(static_cast<int>(output)) +
+  invalid("output = " + std::to_string(static_cast<int>(output)) +
                         " is not one of bits (0), bytes (1), counts (2)");
 }
 
@@ -77,7 +77,7 @@ inline bool check_bits_product(BitsOutput output, std::int64_t m, std::int64_t n
   const std::int64_t cols = bits_output_cols(output, n);
   check_ld("ldc", ldc, cols);
   if (output == BitsOutput::kCounts && k > std::numeric_limits<std::int32_t>::max()) {
-    throw InvalidArgument("tropical: k = " + std::to_string(k) + ": witness counts need k < 2^31");
+    invalid("k = " + std::to_string(k) + ": witness counts need k < 2^31");
   }
   const std::int64_t ea = check_extent("A", m, lda, bits_words(k));
   const std::int64_t eb = check_extent("B", n, ldb, bits_words(k));
@@ -87,15 +87,15 @@ inline bool check_bits_product(BitsOutput output, std::int64_t m, std::int64_t n
   check_pointer("a", a, empty || k == 0);
   check_pointer("bt", bt, empty || k == 0);
   if (stride_a < 0 || stride_b < 0)
-    throw InvalidArgument("tropical: stride_a and stride_b must not be negative");
+    invalid("stride_a and stride_b must not be negative");
   if (batch > 1 && stride_c < ec) {
-    throw InvalidArgument("tropical: stride_c = " + std::to_string(stride_c) + " would overlap products of " +
+    invalid("stride_c = " + std::to_string(stride_c) + " would overlap products of " +
                           std::to_string(ec) + " elements");
   }
   for (const auto& [name, stride, extent] :
        {std::tuple{"A", stride_a, ea}, std::tuple{"B", stride_b, eb}, std::tuple{"C", stride_c, ec}}) {
     if (batch > 1 && stride > 0 && batch - 1 > (std::numeric_limits<std::int64_t>::max() - extent) / stride) {
-      throw InvalidArgument("tropical: " + std::string(name) + ": the batch's size overflows 64 bits");
+      invalid(std::string(name) + ": the batch's size overflows 64 bits");
     }
   }
   return !empty;

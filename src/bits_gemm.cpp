@@ -10,6 +10,7 @@
 #include "launch.hpp"
 #include "tropical/bits.hpp"
 #include "tropical/device_buffer.hpp"
+#include "tropical/error.hpp"
 
 namespace tropical {
 namespace {

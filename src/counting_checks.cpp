@@ -8,7 +8,7 @@ CountingArrays check_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n
                               const CountingMatrix<const void>& a, const CountingMatrix<const void>& b,
                               const CountingMatrix<void>& c, std::int64_t batch, bool batched,
                               std::size_t elem_size) {
-  check_shape(Problem{ta, tb, m, n, k, 0, 0, 0});
+  check_sizes(ta, tb, m, n, k);
   if (batch < 0) invalid("negative batch " + std::to_string(batch));
   struct Layout {
     const char* operand;

@@ -4,13 +4,13 @@
 // launcher (gemm_counting.cpp) and the CPU backend (cpu/counting.cpp): shapes,
 // leading dimensions, 64-bit extents and batch strides of its six arrays,
 // null pointers, outputs sharing memory with an input or with each other (the
-// spans and byte-exact overlap test of checks.hpp). Every check throws
+// spans and byte-exact overlap test of spans.hpp). Every check throws
 // InvalidArgument before anything is queued or written; none needs a GPU.
 
 #include <cstddef>
 #include <cstdint>
 
-#include "checks.hpp"
+#include "spans.hpp"
 #include "tropical/semiring.hpp"
 
 namespace tropical::detail {

@@ -21,11 +21,11 @@ KernelStats to_public(const jit::KernelStats& s) noexcept {
           s.quick_compiles, s.quick_calls,      s.background_compiles, s.first_to_tuned_ns, s.jit_compiles};
 }
 
-CacheStats to_public(const jit::CacheStats& s) noexcept {
+CacheStats to_public(const storage::CacheStats& s) noexcept {
   return {s.hits, s.misses, s.compiles, s.evictions, s.errors, s.bytes_written, s.bytes_read, s.compile_ns, s.load_ns};
 }
 
-static_assert(sizeof(KernelStats) == sizeof(jit::KernelStats) && sizeof(CacheStats) == sizeof(jit::CacheStats),
+static_assert(sizeof(KernelStats) == sizeof(jit::KernelStats) && sizeof(CacheStats) == sizeof(storage::CacheStats),
               "a counter was added on one side of the boundary only: copy it in to_public");
 
 }  // namespace
@@ -40,7 +40,7 @@ jit::Registry& detail::create_registry() {
     tiers.table = catalog::kTiers;
     tiers.mode = jit::tier_mode_from_env();
     tiers.ptx = catalog::kShippedPtx;
-    auto* made = new jit::Registry(catalog::kKernels, jit::CacheConfig::from_env(), std::move(tiers));
+    auto* made = new jit::Registry(catalog::kKernels, storage::CacheConfig::from_env(), std::move(tiers));
     registry_instance.store(made, std::memory_order_release);
     return made;
   }();
@@ -88,7 +88,7 @@ Stats stats() {
 std::uint64_t clear() { return registry().disk().clear(); }
 
 CacheInfo info() {
-  const jit::CacheInfo i = registry().disk().info();
+  const storage::CacheInfo i = registry().disk().info();
   return {i.dir.string(), i.enabled, i.entries, i.bytes, i.max_bytes};
 }
 

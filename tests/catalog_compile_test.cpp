@@ -26,7 +26,7 @@ void compile_whole_catalog(int arch, jit::Catalog table = catalog::kKernels, jit
       const auto& kernel = table[i];
       if (kernel.source.empty()) continue;  // a kernel with one tier
       try {
-        const jit::CompiledImage image = jit::compile(kernel, arch, effort);
+        const storage::CompiledImage image = jit::compile(kernel, arch, effort);
         if (image.cubin.size() < 4 || image.ptx.find(kernel.name) == std::string::npos) {
           std::lock_guard lock(failures_mutex);
           failures.push_back(std::string(kernel.name) + ": empty CUBIN or PTX without the kernel");

@@ -180,6 +180,31 @@ class FleetTest(unittest.TestCase):
         self.assertEqual(len(self.remote_keys()), 2)
 
     # (2) Tampered values are refused, recompiled locally, and no wrong image is loaded.
+    # Publishing cached kernels is the library's policy: the C ABI and Python do what `tropical warm` does.
+    def test_the_library_publishes_cached_kernels_from_c_and_python(self):
+        a = self.machine_env("a")  # no signing key: its warm publishes nothing
+        compiled, _ = self.warm(a, KERNEL)
+        self.assertEqual(compiled, 1)
+        self.assertEqual(self.remote_keys(), [])
+        signed = dict(a, TROPICAL_REMOTE_SIGNING_KEY=self.private,
+                      TROPICAL_LIBRARY=os.path.join(os.path.dirname(TROPICAL), "libtropical.so.0"),
+                      PYTHONPATH=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+        code = "import sys, tropical; print(tropical.publish_cached([sys.argv[1]], arch=90))"
+
+        def publish():
+            proc = subprocess.run([sys.executable, "-c", code, KERNEL], capture_output=True, text=True, env=signed,
+                                  timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertEqual(self.warnings(proc), [])
+            return int(proc.stdout.strip())
+
+        self.assertEqual(publish(), 1)  # cached, compiled again here, that compile published
+        self.assertEqual(len(self.remote_keys()), 1)
+        self.assertEqual(publish(), 0)  # the fleet has it
+        b = self.machine_env("b", trust=self.public)
+        compiled, proc = self.warm(b, KERNEL)
+        self.assertEqual(compiled, 0, proc.stdout + proc.stderr)
+
     def test_tampered_values_are_refused_and_recompiled(self):
         a = self.machine_env("a", sign=self.private)
         self.warm(a, KERNEL, OTHER)

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet_test  # noqa: E402  (reads the same command line)
 from fleet_test import FORMAT, KERNEL, OTHER  # noqa: E402
 
-# The entry format's checksum (src/jit/storage/checksum.cpp): GMAC, AES-128 key and IV fixed by the format.
+# The entry format's checksum (src/storage/checksum.cpp): GMAC, AES-128 key and IV fixed by the format.
 GMAC_KEY = b"tropical.entry.3".hex()
 GMAC_IV = b"checksum.iv3".hex()
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tropical/catalog.hpp"
+#include "tropical/problem.hpp"
 #include "tropical/reference.hpp"
 #include "tropical/semiring.hpp"
 
@@ -64,15 +65,8 @@ namespace tropical {
 
 namespace detail {
 
-/// Shapes and leading dimensions of one call, as the launch code sees them.
-struct Problem {
-  Trans ta, tb;
-  std::int64_t m, n, k;
-  std::int64_t lda, ldb, ldc;
-};
-
 /// alpha and beta of a product (pointers to one element each) and which
-/// parts of the epilogue they need (the TROPICAL_* flags of the kernels).
+/// parts of the epilogue they need, as the kernels take them (their TROPICAL_* flags).
 struct Scaling {
   const void* alpha;
   const void* beta;
@@ -81,42 +75,32 @@ struct Scaling {
 
 inline constexpr int kApplyAlpha = 1, kReadC = 2, kApplyBeta = 4;
 
-/// The Scaling of alpha and beta for semiring S: the one as alpha and the
-/// zero as beta need nothing (C = P, C not read).
-template <class S, class T>
-Scaling scaling(const T& alpha, const T& beta) {
-  int flags = 0;
-  if (alpha != reference::one<S, T>()) flags |= kApplyAlpha;
-  if (beta != reference::zero<S, T>()) flags |= kReadC | (beta != reference::one<S, T>() ? kApplyBeta : 0);
-  return {&alpha, &beta, flags};
+/// The kernels' form of a product's Scaling.
+inline Scaling kernel_scaling(const tropical::Scaling<void>& s) {
+  return {s.alpha, s.beta,
+          (s.apply_alpha ? kApplyAlpha : 0) | (s.read_c ? kReadC : 0) | (s.apply_beta ? kApplyBeta : 0)};
 }
 
-/// Strides of the operands of a batch (elements between products).
-struct Strides {
-  std::int64_t a, b, c, argmax;
-};
+/// The kernels' Scaling of alpha and beta for semiring S (reference::scaling's flags).
+template <class S, class T>
+Scaling scaling(const T& alpha, const T& beta) {
+  const tropical::Scaling<T> s = reference::scaling<S, T>(alpha, beta);
+  return kernel_scaling({s.alpha, s.beta, s.apply_alpha, s.read_c, s.apply_beta});
+}
 
-void launch_gemm(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                 const void* b, void* c, const Scaling& scaling, CUstream stream);
-void launch_gemm_argmax(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                        const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
-                        CUstream stream);
-void launch_backward(catalog::KernelId id, std::size_t elem_size, const Problem& p,
-                     const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                     std::int64_t ldargmax, bool reads_operand, const void* operand,
-                     std::int64_t ld_operand, void* grad, std::int64_t ldgrad, CUstream stream);
-/// Launches batched `id` (a default tile: the small tile for m x n is picked
-/// here; a small-tile id is launched as is). argmax is null for gemm_batched.
-void launch_gemm_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p, const void* a,
-                         const void* b, void* c, std::int32_t* argmax, std::int64_t ldargmax,
-                         const Strides& strides, std::int64_t batch, const Scaling& scaling, CUstream stream);
-/// Batched backward: strides.a/b are those of dC and of the operand read by
-/// MaxMul, strides.c that of the gradient, strides.argmax that of the argmax.
-void launch_backward_batched(catalog::KernelId id, std::size_t elem_size, const Problem& p,
-                             const void* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                             std::int64_t ldargmax, bool reads_operand, const void* operand,
-                             std::int64_t ld_operand, void* grad, std::int64_t ldgrad, const Strides& strides,
-                             std::int64_t batch, CUstream stream);
+/// Checks p (tropical::check, then the device and allocation of every operand) and launches `id` (a gemm
+/// whose m x n fits a small tile runs as a batch of one on that tile's kernel).
+void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream);
+/// As launch_gemm, with the argmax.
+void launch_gemm_argmax(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream);
+/// Launches batched `id` (a default tile: the small tile for m x n is picked here; a small-tile id is launched
+/// as is) after the checks of launch_gemm; the argmax is read for gemm_batched_argmax only.
+void launch_gemm_batched(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream);
+/// Checks g and zeroes the gradient, then launches `id` (atomics).
+void launch_backward(catalog::KernelId id, const Gradient<void>& g, std::size_t elem_size, CUstream stream);
+/// Checks g and launches batched `id` (one thread per row or column of a gradient, no atomics).
+void launch_backward_batched(catalog::KernelId id, const Gradient<void>& g, std::size_t elem_size,
+                             CUstream stream);
 
 }  // namespace detail
 
@@ -125,8 +109,7 @@ template <Semiring S, Element T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
           CUstream stream = nullptr) {
-  constexpr auto id = kernel_id<S, T, Op::kGemm>();
-  detail::launch_gemm(id, sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, {nullptr, nullptr, 0}, stream);
+  detail::launch_gemm(kernel_id<S, T, Op::kGemm>(), erased(Product<T>{{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}}), sizeof(T), stream);
 }
 
 /// C = alpha (x) (op(A) (x) op(B)) (+) beta (x) C with semiring elements alpha
@@ -137,8 +120,8 @@ template <Semiring S, Element T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
           CUstream stream = nullptr) {
-  constexpr auto id = kernel_id<S, T, Op::kGemm>();
-  detail::launch_gemm(id, sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, detail::scaling<S, T>(alpha, beta),
+  detail::launch_gemm(kernel_id<S, T, Op::kGemm>(),
+                      erased(Product<T>{{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, {}, reference::scaling<S, T>(alpha, beta)}), sizeof(T),
                       stream);
 }
 
@@ -157,8 +140,9 @@ template <Semiring S, Element T>
 void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                  std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
                  std::int32_t* argmax, std::int64_t ldargmax, CUstream stream = nullptr) {
-  detail::launch_gemm_argmax(kernel_id<S, T, Op::kGemmArgmax>(), sizeof(T),
-                             {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, argmax, ldargmax, stream);
+  detail::launch_gemm_argmax(kernel_id<S, T, Op::kGemmArgmax>(),
+                             erased(Product<T>{{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, Operand<std::int32_t>{argmax, m, n, ldargmax}}),
+                             sizeof(T), stream);
 }
 
 /// dA (laid out like A: m x k, or k x m if ta) from dC (m x n) and the argmax
@@ -170,9 +154,10 @@ void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                 std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga,
                 CUstream stream = nullptr) {
-  detail::launch_backward(kernel_id<S, T, Op::kBackwardA>(), sizeof(T), {ta, tb, m, n, k, 0, ldb, 0},
-                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, b, ldb, grad_a, ldga,
-                          stream);
+  detail::launch_backward(kernel_id<S, T, Op::kBackwardA>(),
+                          erased(Gradient<T>{Wrt::kA, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {b, k, n, ldb, tb},
+                                             S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta}}),
+                          sizeof(T), stream);
 }
 
 /// dB (laid out like B: k x n, or n x k if tb) from dC (m x n) and the argmax
@@ -183,9 +168,10 @@ void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
                 std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb,
                 CUstream stream = nullptr) {
-  detail::launch_backward(kernel_id<S, T, Op::kBackwardB>(), sizeof(T), {ta, tb, m, n, k, lda, 0, 0},
-                          grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, a, lda, grad_b, ldgb,
-                          stream);
+  detail::launch_backward(kernel_id<S, T, Op::kBackwardB>(),
+                          erased(Gradient<T>{Wrt::kB, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {a, m, k, lda, ta},
+                                             S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb}}),
+                          sizeof(T), stream);
 }
 
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch; matrix p of each operand
@@ -199,9 +185,8 @@ void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                   std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a,
-                              b, c, nullptr, 0, {stride_a, stride_b, stride_c, 0}, batch, {nullptr, nullptr, 0},
-                              stream);
+  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), erased(Product<T>{{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c}, {}, {}, batch}),
+                              sizeof(T), stream);
 }
 
 /// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch,
@@ -211,9 +196,10 @@ void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
                   std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(), sizeof(T), {ta, tb, m, n, k, lda, ldb, ldc}, a,
-                              b, c, nullptr, 0, {stride_a, stride_b, stride_c, 0}, batch,
-                              detail::scaling<S, T>(alpha, beta), stream);
+  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatched>(),
+                              erased(Product<T>{{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c}, {},
+                                                reference::scaling<S, T>(alpha, beta), batch}),
+                              sizeof(T), stream);
 }
 
 /// gemm_argmax of every product of a batch, strided like gemm_batched; the
@@ -225,9 +211,11 @@ void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std
                          std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                          std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
                          std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_gemm_batched(kernel_id<S, T, Op::kGemmBatchedArgmax>(), sizeof(T),
-                              {ta, tb, m, n, k, lda, ldb, ldc}, a, b, c, argmax, ldargmax,
-                              {stride_a, stride_b, stride_c, stride_argmax}, batch, {nullptr, nullptr, 0}, stream);
+  detail::launch_gemm_batched(
+      kernel_id<S, T, Op::kGemmBatchedArgmax>(),
+      erased(Product<T>{{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
+                        Operand<std::int32_t>{argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {}, batch}),
+      sizeof(T), stream);
 }
 
 /// backward_a of every product of a batch (dA[p] from dC[p], argmax[p] and,
@@ -241,9 +229,12 @@ void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
                         std::int64_t ldargmax, std::int64_t stride_argmax, const T* b, std::int64_t ldb,
                         std::int64_t stride_b, T* grad_a, std::int64_t ldga, std::int64_t stride_ga,
                         std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_backward_batched(kernel_id<S, T, Op::kBackwardABatched>(), sizeof(T), {ta, tb, m, n, k, 0, ldb, 0},
-                                  grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, b, ldb, grad_a, ldga,
-                                  {stride_gc, stride_b, stride_ga, stride_argmax}, batch, stream);
+  detail::launch_backward_batched(
+      kernel_id<S, T, Op::kBackwardABatched>(),
+      erased(Gradient<T>{Wrt::kA, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
+                         {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {b, k, n, ldb, tb, stride_b},
+                         S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta, stride_ga}, batch}),
+      sizeof(T), stream);
 }
 
 /// backward_b of every product of a batch; overwrites every dB[p].
@@ -255,9 +246,12 @@ void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
                         std::int64_t ldargmax, std::int64_t stride_argmax, const T* a, std::int64_t lda,
                         std::int64_t stride_a, T* grad_b, std::int64_t ldgb, std::int64_t stride_gb,
                         std::int64_t batch, CUstream stream = nullptr) {
-  detail::launch_backward_batched(kernel_id<S, T, Op::kBackwardBBatched>(), sizeof(T), {ta, tb, m, n, k, lda, 0, 0},
-                                  grad_c, ldgc, argmax, ldargmax, S::kMul == MulKind::kMul, a, lda, grad_b, ldgb,
-                                  {stride_gc, stride_a, stride_gb, stride_argmax}, batch, stream);
+  detail::launch_backward_batched(
+      kernel_id<S, T, Op::kBackwardBBatched>(),
+      erased(Gradient<T>{Wrt::kB, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
+                         {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {a, m, k, lda, ta, stride_a},
+                         S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb, stride_gb}, batch}),
+      sizeof(T), stream);
 }
 
 }  // namespace tropical

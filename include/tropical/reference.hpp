@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "tropical/catalog.hpp"
+#include "tropical/problem.hpp"
 #include "tropical/semiring.hpp"
 
 /// CPU reference of every operation, written independently of the GPU
@@ -138,38 +139,68 @@ T mul(T a, T b) {
   }
 }
 
+/// The Scaling of alpha and beta for semiring S: the one as alpha and the zero
+/// as beta need nothing (C = P, C not read); beta = the one adds C as it is.
+template <class S, class T>
+  requires SupportedPair<S, T>
+Scaling<T> scaling(const T& alpha, const T& beta) {
+  return {&alpha, &beta, alpha != one<S, T>(), beta != zero<S, T>(), beta != one<S, T>()};
+}
+
+/// Computes p (see above; no argument is checked: the oracle takes what it is given).
+template <class S, class T>
+  requires SupportedPair<S, T>
+void product(const Product<T>& p);
+
+/// Computes g (see above; no argument is checked).
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
+void gradient(const Gradient<T>& g);
+
 /// C (m x n) = op(A) (x) op(B); C is not read.
 template <class S, class T>
   requires SupportedPair<S, T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc);
+          std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}});
+}
 
 /// C (m x n) = alpha (x) (op(A) (x) op(B)) (+) beta (x) C (see above for the identities).
 template <class S, class T>
   requires SupportedPair<S, T>
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, {}, scaling<S, T>(alpha, beta)});
+}
 
 /// C = op(A) (x) op(B) and the winning k of every element (see above).
 template <class S, class T>
   requires SupportedPair<S, T>
 void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                  std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
-                 std::int32_t* argmax, std::int64_t ldargmax);
+                 std::int32_t* argmax, std::int64_t ldargmax) {
+  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, Operand<std::int32_t>{argmax, m, n, ldargmax}});
+}
 
 /// dA (laid out like A) from dC (m x n) and the argmax; b is read for MaxMul only.
 template <class S, class T>
   requires SupportedPair<S, T> && Differentiable<S>
 void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga);
+                std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga) {
+  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {b, k, n, ldb, tb},
+                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta}});
+}
 
 /// dB (laid out like B) from dC (m x n) and the argmax; a is read for MaxMul only.
 template <class S, class T>
   requires SupportedPair<S, T> && Differentiable<S>
 void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb);
+                std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb) {
+  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {a, m, k, lda, ta},
+                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb}});
+}
 
 /// C[p] = op(A[p]) (x) op(B[p]) for p < batch, operand p at base + p * stride.
 template <class S, class T>
@@ -177,7 +208,10 @@ template <class S, class T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
-                  std::int64_t batch);
+                  std::int64_t batch) {
+  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
+                 {}, {}, batch});
+}
 
 /// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.
 template <class S, class T>
@@ -185,7 +219,10 @@ template <class S, class T>
 void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
                   const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                   std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
-                  std::int64_t batch);
+                  std::int64_t batch) {
+  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
+                 {}, scaling<S, T>(alpha, beta), batch});
+}
 
 /// gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.
 template <class S, class T>
@@ -194,7 +231,10 @@ void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std
                          std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
                          std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
                          std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                         std::int64_t batch);
+                         std::int64_t batch) {
+  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
+                 Operand<std::int32_t>{argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {}, batch});
+}
 
 /// backward_a of every product of a batch.
 template <class S, class T>
@@ -203,7 +243,24 @@ void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
                         const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
                         const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
                         const T* b, std::int64_t ldb, std::int64_t stride_b, T* grad_a, std::int64_t ldga,
-                        std::int64_t stride_ga, std::int64_t batch);
+                        std::int64_t stride_ga, std::int64_t batch) {
+  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
+                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {b, k, n, ldb, tb, stride_b},
+                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta, stride_ga}, batch});
+}
+
+/// backward_b of every product of a batch.
+template <class S, class T>
+  requires SupportedPair<S, T> && Differentiable<S>
+void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
+                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
+                        const T* a, std::int64_t lda, std::int64_t stride_a, T* grad_b, std::int64_t ldgb,
+                        std::int64_t stride_gb, std::int64_t batch) {
+  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
+                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {a, m, k, lda, ta, stride_a},
+                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb, stride_gb}, batch});
+}
 
 /// C (m x n) = op(A) (x) op(B) over CountingTropical (values and counts
 /// overwritten; the strides are not read).
@@ -217,14 +274,5 @@ template <CountingElement T>
 void gemm_batched_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                            const CountingMatrix<const T>& a, const CountingMatrix<const T>& b,
                            const CountingMatrix<T>& c, std::int64_t batch);
-
-/// backward_b of every product of a batch.
-template <class S, class T>
-  requires SupportedPair<S, T> && Differentiable<S>
-void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
-                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                        const T* a, std::int64_t lda, std::int64_t stride_a, T* grad_b, std::int64_t ldgb,
-                        std::int64_t stride_gb, std::int64_t batch);
 
 }  // namespace tropical::reference

@@ -75,6 +75,14 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 WarmReport warm(int arch, std::span<const catalog::KernelId> kernels = {}, unsigned threads = 0,
                 const WarmProgress& progress = {});
 
+/// Publishes to the fleet cache (TROPICAL_REMOTE_CACHE) the kernels of `kernels` (the whole catalog if
+/// empty) that the primary directory holds for sm_<arch>, that this process did not compile and that the
+/// fleet lacks: each is compiled again and that compile is signed and published, never the cached entry (a
+/// producer signs only what it made; an entry that differs from the compile is named in one warning).
+/// Returns how many were published: 0 where this node may not publish (no fleet tier, no signing key). A
+/// kernel that fails to compile is skipped with a message on stderr. Needs NVRTC, not a GPU.
+std::size_t publish_cached(int arch, std::span<const catalog::KernelId> kernels = {});
+
 /// Number of CUDA devices this process can use: 0 without a driver, without
 /// a GPU, or if the driver fails to initialise. Never throws; thread-safe.
 int device_count() noexcept;

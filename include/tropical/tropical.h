@@ -141,6 +141,14 @@ TROPICAL_API tropical_status tropical_find_kernel(tropical_semiring semiring, tr
 TROPICAL_API tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsigned threads,
                                            size_t* compiled, size_t* ready);
 
+/** Publishes to the fleet cache kernels `ids` (count of them; the whole catalog if count is 0) that the
+ * disk cache holds for sm_<arch> (0: device 0's), that this process did not compile and the fleet lacks:
+ * each is compiled again and that compile signed and published, never the cached entry. *published (may
+ * be NULL) receives how many: 0 where this node may not publish (no TROPICAL_REMOTE_CACHE or no signing
+ * key). A kernel that fails to compile is skipped with a message on stderr. Needs NVRTC, not a GPU. */
+TROPICAL_API tropical_status tropical_publish_cached(const uint32_t* ids, size_t count, int arch,
+                                                     size_t* published);
+
 /* ---- GPU: device pointers, queued on a stream ------------------------------------------------ */
 
 /** C (m x n, ldc) = alpha (x) (op(A) (x) op(B)) (+) beta (x) C. */

@@ -18,13 +18,13 @@ from ._bits import bits_ld, bits_matmul, closure, pack_bits, unpack_bits
 from ._counting import counting_matmul
 from ._einsum import TreeSA, counting_einsum, einsum, einsum_argmax, einsum_path
 from ._ops import backward_a, backward_b, matmul, matmul_argmax
-from ._runtime import (abi_version, cpu_isa, cpu_threads, device_count, has_kernel, kernels, set_cpu_threads,
-                       version, warm)
+from ._runtime import (abi_version, cpu_isa, cpu_threads, device_count, has_kernel, kernels, publish_cached,
+                       set_cpu_threads, version, warm)
 
 # The semirings of matmul and its kin (CountingTropical has calls of its own: counting_matmul).
 SEMIRINGS = tuple(name for name, code in _abi.SEMIRINGS.items() if code != _abi.COUNTING)
 
-__all__ = ["matmul", "matmul_argmax", "counting_matmul", "backward_a", "backward_b", "warm", "version", "abi_version",
+__all__ = ["matmul", "matmul_argmax", "counting_matmul", "backward_a", "backward_b", "warm", "publish_cached", "version", "abi_version",
            "device_count", "has_kernel", "kernels", "cpu_isa", "cpu_threads", "set_cpu_threads", "SEMIRINGS", "Error", "InvalidArgument", "Unavailable",
            "CompileError", "CudaError", "NotInCatalog", "OutOfMemory", "InternalError",
            "einsum", "einsum_argmax", "counting_einsum", "einsum_path", "TreeSA",

@@ -49,11 +49,8 @@ def kernels():
     return [dll.tropical_kernel_name(i).decode() for i in range(dll.tropical_kernel_count())]
 
 
-def warm(names=None, *, arch=0, threads=0):
-    """Compiles kernels (names from kernels(), or every kernel if None) for sm_<arch> (0: device 0's) into
-    memory and the disk cache, so that their first use in this and later processes is a cache hit; needs
-    NVRTC, not a GPU (give arch). Returns (compiled now, already ready)."""
-    dll = _lib.lib()
+def _kernel_ids(dll, names, what, none_does):
+    """The catalog ids of kernel names (a name, a list of names, or None: [], the whole catalog)."""
     if isinstance(names, str):
         names = [names]
     ids = []
@@ -64,13 +61,36 @@ def warm(names=None, *, arch=0, threads=0):
         _lib.check(dll.tropical_kernel_id(name.encode(), ctypes.byref(kid)))
         ids.append(kid.value)
     if names is not None and not ids:
-        raise InvalidArgument("tropical: warm() got an empty list of kernels (None warms all)")
+        raise InvalidArgument(f"tropical: {what}() got an empty list of kernels (None {none_does} all)")
+    return ids
+
+
+def warm(names=None, *, arch=0, threads=0):
+    """Compiles kernels (names from kernels(), or every kernel if None) for sm_<arch> (0: device 0's) into
+    memory and the disk cache, so that their first use in this and later processes is a cache hit; needs
+    NVRTC, not a GPU (give arch). Returns (compiled now, already ready)."""
+    dll = _lib.lib()
+    ids = _kernel_ids(dll, names, "warm", "warms")
     arch = _c_int(arch, "arch", 0, 2**31 - 1)
     threads = _c_int(threads, "threads", 0, 2**32 - 1)
     array = (ctypes.c_uint32 * len(ids))(*ids)
     compiled, ready = ctypes.c_size_t(), ctypes.c_size_t()
     _lib.check(dll.tropical_warm(array, len(ids), arch, threads, ctypes.byref(compiled), ctypes.byref(ready)))
     return compiled.value, ready.value
+
+
+def publish_cached(names=None, *, arch=0):
+    """Publishes to the fleet cache the kernels (names, or every kernel if None) that the disk cache holds
+    for sm_<arch> (0: device 0's), that this process did not compile and the fleet lacks: each is compiled
+    again and that compile signed and published, never the cached entry. Returns how many were published
+    (0 where this node may not publish: no TROPICAL_REMOTE_CACHE or no signing key); needs NVRTC, not a GPU."""
+    dll = _lib.lib()
+    ids = _kernel_ids(dll, names, "publish_cached", "publishes")
+    arch = _c_int(arch, "arch", 0, 2**31 - 1)
+    array = (ctypes.c_uint32 * len(ids))(*ids)
+    published = ctypes.c_size_t()
+    _lib.check(dll.tropical_publish_cached(array, len(ids), arch, ctypes.byref(published)))
+    return published.value
 
 
 def cpu_isa():

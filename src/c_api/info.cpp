@@ -1,4 +1,4 @@
-// The C ABI's queries: version, devices, the catalog, and warming kernels.
+// The C ABI's queries: version, devices, the catalog, warming kernels and publishing them to the fleet.
 
 #include <algorithm>
 #include <cstring>
@@ -32,6 +32,21 @@ long find_default(int s, int t, int op) noexcept {
     }
   }
   return -1;
+}
+
+/// The kernels of ids[0..count) (none: the whole catalog), each checked to be below the catalog's size.
+std::vector<tropical::catalog::KernelId> kernel_list(const uint32_t* ids, size_t count) {
+  if (count > 0 && ids == nullptr) tropical::c_api::not_null_failure("ids");
+  std::vector<tropical::catalog::KernelId> list;
+  for (size_t i = 0; i < count; ++i) {
+    if (ids[i] >= kKernelCount) {
+      throw tropical::c_api::Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: kernel id " + std::to_string(ids[i]) +
+                                                                          " is not below " +
+                                                                          std::to_string(kKernelCount)};
+    }
+    list.push_back(static_cast<tropical::catalog::KernelId>(ids[i]));
+  }
+  return list;
 }
 
 }  // namespace
@@ -116,16 +131,7 @@ tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsig
   std::string first_error;
   std::size_t errors = 0, unavailable = 0;
   const tropical_status status = guarded([&] {
-    if (count > 0 && ids == nullptr) tropical::c_api::not_null_failure("ids");
-    std::vector<tropical::catalog::KernelId> list;
-    for (size_t i = 0; i < count; ++i) {
-      if (ids[i] >= kKernelCount) {
-        throw tropical::c_api::Failure{TROPICAL_ERROR_INVALID_ARGUMENT,
-                                       "tropical: kernel id " + std::to_string(ids[i]) + " is not below " +
-                                           std::to_string(kKernelCount)};
-      }
-      list.push_back(static_cast<tropical::catalog::KernelId>(ids[i]));
-    }
+    const std::vector<tropical::catalog::KernelId> list = kernel_list(ids, count);
     if (arch == 0) arch = tropical::device_arch(0);
     // An arch NVRTC cannot target is the caller's mistake, named with the ones it can (as the CLI does), not
     // NVRTC's raw complaint from every compile.
@@ -147,6 +153,19 @@ tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsig
   if (status != TROPICAL_OK || errors == 0) return status;
   return fail(unavailable == errors ? TROPICAL_ERROR_UNAVAILABLE : TROPICAL_ERROR_COMPILE,
               first_error + (errors > 1 ? " (and " + std::to_string(errors - 1) + " more)" : std::string()));
+}
+
+tropical_status tropical_publish_cached(const uint32_t* ids, size_t count, int arch, size_t* published) {
+  if (published != nullptr) *published = 0;
+  return guarded([&] {
+    const std::vector<tropical::catalog::KernelId> list = kernel_list(ids, count);
+    if (arch < 0) {
+      throw tropical::c_api::Failure{TROPICAL_ERROR_INVALID_ARGUMENT, "tropical: negative arch " + std::to_string(arch)};
+    }
+    if (arch == 0) arch = tropical::device_arch(0);
+    const std::size_t n = tropical::publish_cached(arch, list);
+    if (published != nullptr) *published = n;
+  });
 }
 
 tropical_status tropical_cpu_set_num_threads(int n) {

@@ -4,7 +4,7 @@
 #include <new>
 
 #include "tropical/error.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace tropical::c_api {
 namespace {
@@ -29,7 +29,7 @@ tropical_status fail(tropical_status status, const std::string& message) noexcep
   try {
     // Messages quote what callers passed (names, paths): no escape sequence or bell of theirs is handed back
     // to a caller that prints the message to a terminal.
-    last_error = jit::terminal_safe(message);
+    last_error = storage::terminal_safe(message);
   } catch (...) {
     // No memory for the message: the status still says what happened.
     last_error.clear();

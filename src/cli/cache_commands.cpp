@@ -17,7 +17,7 @@
 #include "output.hpp"
 #include "tropical/catalog_sources.hpp"
 #include "tropical/jit/driver.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
@@ -108,10 +108,10 @@ int cmd_warm(int argc, char** argv) {
   const WarmReport report = warm(arch, ids, threads, progress);
   if (!report.errors.empty() && report.unavailable == report.errors.size()) {
     // Every kernel failed for one reason: NVRTC is missing. Say it once.
-    std::fprintf(stderr, "%s\n", jit::terminal_safe(report.errors.front()).c_str());
+    std::fprintf(stderr, "%s\n", storage::terminal_safe(report.errors.front()).c_str());
     return kExitUnavailable;
   }
-  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", jit::terminal_safe(e).c_str());
+  for (const auto& e : report.errors) std::fprintf(stderr, "%s\n", storage::terminal_safe(e).c_str());
 
   // What warm is for is the entries it leaves on disk: count the ones missing, and those of them that this
   // process's own eviction removed (the cache is too small for them) apart from the rest (removed by
@@ -134,15 +134,7 @@ int cmd_warm(int argc, char** argv) {
   const std::size_t wanted = report.kernels - report.errors.size();
   // With a signing key, what was already cached is compiled again and that compile published (what this run
   // compiled already is): a producer signs only what it made.
-  std::vector<std::uint32_t> all;
-  if (report.ready != 0) {
-    if (ids.empty()) {
-      for (const auto& k : catalog::kInfo) all.push_back(static_cast<std::uint32_t>(k.id));
-    } else {
-      for (const auto id : ids) all.push_back(static_cast<std::uint32_t>(id));
-    }
-    publish_cached(all, arch);
-  }
+  if (report.ready != 0) publish_cached(arch, ids);
   const std::size_t not_stored = wanted > stored ? wanted - stored : 0;
   print(format("warm sm_%d: %s, %zu compiled, %zu already cached, %zu failed, %zu not stored, %s, %.2f s\n", arch,
                count(report.kernels, "kernel").c_str(), report.compiled, report.ready, report.errors.size(),
@@ -154,8 +146,8 @@ int cmd_warm(int argc, char** argv) {
     const auto say = [&](std::size_t n, const std::string& why) {
       if (n == 0) return;
       std::fprintf(stderr, "tropical: %zu of %s for sm_%d %s not stored in %s: %s\n", n,
-                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", jit::terminal_safe(i.dir).c_str(),
-                   jit::terminal_safe(why).c_str());
+                   count(wanted, "kernel").c_str(), arch, n == 1 ? "is" : "are", storage::terminal_safe(i.dir).c_str(),
+                   storage::terminal_safe(why).c_str());
     };
     const std::size_t gone = not_stored - std::min(evicted_here, not_stored);
     // This process's stores evicted these: the limit cannot hold what warm was asked for.
@@ -276,7 +268,7 @@ int cmd_clear(int argc, char** argv) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   const auto removed = static_cast<std::size_t>(
-      reg.disk().remove_if([&](const jit::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
+      reg.disk().remove_if([&](const storage::CacheKey& key) { return fragments.count(key.kernel_name) != 0; }));
   print(format("removed %s of %s from %s\n", count(removed, "entry", "entries").c_str(),
                count(ids.size(), "kernel").c_str(), i.dir.c_str()));
   return kExitOk;
@@ -295,7 +287,7 @@ int cmd_compile(int argc, char** argv) {
   const auto id = kernel_by_name(args.words()[0]);
   const int arch = target_arch(args);
   const auto start = std::chrono::steady_clock::now();
-  const jit::CompiledImage image = jit::compile(catalog::kKernels[id], arch);
+  const storage::CompiledImage image = jit::compile(catalog::kKernels[id], arch);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   print(format("compiled %s for sm_%d in %.1f ms: CUBIN %zu bytes, PTX %zu bytes (NVRTC %s)\n",

@@ -37,7 +37,7 @@ std::vector<CacheEntry> cache_entries() {
     entry.file = std::move(stored.file);
     entry.bytes = stored.bytes;
     if (stored.key) {
-      const jit::CacheKey& key = *stored.key;
+      const storage::CacheKey& key = *stored.key;
       entry.readable = true;
       entry.kernel = key.kernel_name;
       entry.arch = key.arch;
@@ -48,12 +48,12 @@ std::vector<CacheEntry> cache_entries() {
         // An image the driver's JIT made from shipped PTX has its own key (another
         // compiler: the driver, a PTX digest for the source); without a driver it cannot be matched.
         const bool jit = !key.options.empty() && key.options.front() == jit::kDriverJitOption;
-        const std::optional<jit::CacheKey> jit_key =
+        const std::optional<storage::CacheKey> jit_key =
             jit ? reg.jit_cache_key(*entry.id, key.arch, entry.tier) : std::nullopt;
         if (jit && !jit_key) {
-          entry.mismatch = jit::KeyMismatch::kCompiler;
+          entry.mismatch = storage::KeyMismatch::kCompiler;
         } else {
-          entry.mismatch = jit::key_mismatch(key, stored.format,
+          entry.mismatch = storage::key_mismatch(key, stored.format,
                                              jit ? *jit_key : reg.cache_key(*entry.id, key.arch, entry.tier));
         }
       }
@@ -71,41 +71,41 @@ std::vector<CacheEntry> cache_entries() {
 
 std::string_view tier_name(jit::Tier tier) noexcept { return tier == jit::Tier::kQuick ? "quick" : "tuned"; }
 
-std::string_view mismatch_json(jit::KeyMismatch mismatch) noexcept {
+std::string_view mismatch_json(storage::KeyMismatch mismatch) noexcept {
   switch (mismatch) {
-    case jit::KeyMismatch::kNone:
+    case storage::KeyMismatch::kNone:
       return "null";
-    case jit::KeyMismatch::kKernel:
+    case storage::KeyMismatch::kKernel:
       return "\"kernel\"";
-    case jit::KeyMismatch::kArch:
+    case storage::KeyMismatch::kArch:
       return "\"arch\"";
-    case jit::KeyMismatch::kCompiler:
+    case storage::KeyMismatch::kCompiler:
       return "\"nvrtc\"";
-    case jit::KeyMismatch::kFormat:
+    case storage::KeyMismatch::kFormat:
       return "\"format\"";
-    case jit::KeyMismatch::kSource:
+    case storage::KeyMismatch::kSource:
       return "\"source\"";
-    case jit::KeyMismatch::kOptions:
+    case storage::KeyMismatch::kOptions:
       return "\"options\"";
   }
   return "null";
 }
 
-std::string_view mismatch_text(jit::KeyMismatch mismatch) noexcept {
+std::string_view mismatch_text(storage::KeyMismatch mismatch) noexcept {
   switch (mismatch) {
-    case jit::KeyMismatch::kNone:
+    case storage::KeyMismatch::kNone:
       return "usable";
-    case jit::KeyMismatch::kKernel:
+    case storage::KeyMismatch::kKernel:
       return "not in this catalog";
-    case jit::KeyMismatch::kArch:
+    case storage::KeyMismatch::kArch:
       return "other arch";
-    case jit::KeyMismatch::kCompiler:
+    case storage::KeyMismatch::kCompiler:
       return "other NVRTC";
-    case jit::KeyMismatch::kFormat:
+    case storage::KeyMismatch::kFormat:
       return "other format";
-    case jit::KeyMismatch::kSource:
+    case storage::KeyMismatch::kSource:
       return "other source";
-    case jit::KeyMismatch::kOptions:
+    case storage::KeyMismatch::kOptions:
       return "other options";
   }
   return "usable";
@@ -127,7 +127,7 @@ std::string unusable_summary(const std::vector<CacheEntry>& entries, std::string
     } else if (!e.id) {
       ++foreign;
     } else {
-      Group& g = e.mismatch == jit::KeyMismatch::kCompiler ? other_nvrtc[e.nvrtc] : other;
+      Group& g = e.mismatch == storage::KeyMismatch::kCompiler ? other_nvrtc[e.nvrtc] : other;
       ++g.count;
       g.archs.insert(e.arch);
     }

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tropical/jit/storage/key.hpp"
+#include "tropical/storage/key.hpp"
 #include "tropical/jit/tiers.hpp"
 
 namespace tropical::cli {
@@ -26,10 +26,10 @@ struct CacheEntry {
   jit::Tier tier = jit::Tier::kTuned;
   /// kNone: this process loads it; kKernel: not an entry of this catalog's kernels (or unreadable); else how
   /// its key differs from the one this process would look up.
-  jit::KeyMismatch mismatch = jit::KeyMismatch::kKernel;
+  storage::KeyMismatch mismatch = storage::KeyMismatch::kKernel;
 
   /// True if this process would load it (same kernel, arch, NVRTC identity, format, source and options).
-  bool usable() const noexcept { return mismatch == jit::KeyMismatch::kNone; }
+  bool usable() const noexcept { return mismatch == storage::KeyMismatch::kNone; }
 };
 
 /// The kernel names the cache keys of catalog kernel id carry, with their tier: its tuned fragment's and,
@@ -46,11 +46,11 @@ std::string_view tier_name(jit::Tier tier) noexcept;
 
 /// The JSON word of a mismatch: null for kNone, else "kernel", "arch", "nvrtc", "format", "source",
 /// "options" (quoted).
-std::string_view mismatch_json(jit::KeyMismatch mismatch) noexcept;
+std::string_view mismatch_json(storage::KeyMismatch mismatch) noexcept;
 
 /// What a user reads for a mismatch: "usable", "other NVRTC", "other format", "other source", "other
 /// options", "not in this catalog".
-std::string_view mismatch_text(jit::KeyMismatch mismatch) noexcept;
+std::string_view mismatch_text(storage::KeyMismatch mismatch) noexcept;
 
 /// Lines that say which entries this process cannot use, grouped by cause (one per other NVRTC identity,
 /// with its archs), each starting with indent; "" if every entry is usable.

@@ -34,9 +34,6 @@ int cmd_verify(int argc, char** argv);
 /// `tropical keygen DIR`: writes an ed25519 key pair for the fleet cache (never overwriting).
 int cmd_keygen(int argc, char** argv);
 
-/// For ids this process did not compile and the fleet cache lacks: compiles each again and publishes that
-/// compile (never the cached entry: a producer signs only what it made), if this node may publish; how many.
-std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch);
 /// The fleet tier's settings and this process's counters, as text lines ("remote: off" when off).
 std::string remote_text();
 /// The same as one JSON value (null when off).

@@ -10,9 +10,9 @@
 
 #include "commands.hpp"
 #include "output.hpp"
-#include "tropical/jit/storage/config_file.hpp"
-#include "tropical/jit/storage/log.hpp"
-#include "tropical/jit/storage/remote/remote_config.hpp"
+#include "tropical/storage/config_file.hpp"
+#include "tropical/storage/log.hpp"
+#include "tropical/storage/remote/remote_config.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
@@ -24,8 +24,8 @@ namespace {
 const char* variable_of(const std::string& key) {
   if (key == "max_size") return "TROPICAL_CACHE_MAX_SIZE";
   if (key == "layers") return "TROPICAL_CACHE_LAYERS";
-  for (const std::string_view name : jit::remote::kRemoteSettingNames)
-    if (jit::remote::config_key_of(name) == key) return name.data();  // the names are string literals
+  for (const std::string_view name : storage::remote::kRemoteSettingNames)
+    if (storage::remote::config_key_of(name) == key) return name.data();  // the names are string literals
   return nullptr;
 }
 
@@ -42,14 +42,14 @@ bool climbs(std::string_view path) {
 /// Throws UsageError unless value is valid for key.
 void check_value(const std::string& key, const std::string& value) {
   // One line per key in the file: a line break (or any control character) in a value would add settings.
-  if (std::any_of(value.begin(), value.end(), jit::is_control))
-    throw UsageError{key + " = '" + jit::printable(value) + "': control characters are not allowed in a value"};
+  if (std::any_of(value.begin(), value.end(), storage::is_control))
+    throw UsageError{key + " = '" + storage::printable(value) + "': control characters are not allowed in a value"};
   if (key.starts_with("remote")) {
-    if (const auto problem = jit::remote::setting_problem(variable_of(key), value))
+    if (const auto problem = storage::remote::setting_problem(variable_of(key), value))
       throw UsageError{key + " = '" + value + "': " + *problem};
     return;
   }
-  if (key == "max_size" && !jit::parse_size(value))
+  if (key == "max_size" && !storage::parse_size(value))
     throw UsageError{"max_size wants a size such as 10G, 512M or 1073741824, not '" + value + "'"};
   if (key == "layers") {
     std::string_view rest = value;
@@ -87,8 +87,8 @@ std::string size_text(std::uint64_t bytes) {
 
 /// What `key` is when neither tropical.conf nor the environment sets it (the library's own defaults).
 std::string default_of(const std::string& key) {
-  const jit::remote::RemoteOptions remote;
-  if (key == "max_size") return size_text(jit::kDefaultCacheMaxBytes);
+  const storage::remote::RemoteOptions remote;
+  if (key == "max_size") return size_text(storage::kDefaultCacheMaxBytes);
   if (key == "remote") return "off";
   if (key == "remote_connect_timeout") return duration_text(remote.client.connect_timeout);
   if (key == "remote_timeout") return duration_text(remote.client.operation_timeout);
@@ -127,21 +127,21 @@ int cmd_config(int argc, char** argv) {
   const std::vector<std::string>& words = args.words();
   const bool unset = args.has("--unset");
   if (unset && words.size() != 1) throw UsageError{"config --unset wants one key"};
-  if (!words.empty() && !jit::is_known_config_key(words[0])) {
+  if (!words.empty() && !storage::is_known_config_key(words[0])) {
     std::string known;
-    for (const std::string_view key : jit::known_config_keys())
+    for (const std::string_view key : storage::known_config_keys())
       known += (known.empty() ? "" : ", ") + std::string(key);
     throw UsageError{"unknown key '" + words[0] + "' (known: " + known + ")"};
   }
   // The configured directory, not a fallback: the settings belong to it.
-  const std::filesystem::path dir = jit::CacheConfig::from_env().dir;
+  const std::filesystem::path dir = storage::CacheConfig::from_env().dir;
   if (dir.empty()) throw UsageError{"no cache directory (set --cache-dir, TROPICAL_CACHE_DIR or HOME)"};
-  jit::ConfigFile file = jit::ConfigFile::load(dir);
+  storage::ConfigFile file = storage::ConfigFile::load(dir);
   if (words.empty()) {
-    std::string text = "# " + (dir / jit::kConfigFileName).string() + "\n";
+    std::string text = "# " + (dir / storage::kConfigFileName).string() + "\n";
     for (const auto& [key, value] : file.values()) text += key + " = " + value + note_override(key) + "\n";
     // The keys the file does not set, as comments: what they are without it.
-    for (const std::string_view known : jit::known_config_keys()) {
+    for (const std::string_view known : storage::known_config_keys()) {
       const std::string key(known);
       if (!file.get(key)) text += "# " + key + " = " + default_of(key) + " (default)" + note_override(key) + "\n";
     }
@@ -165,13 +165,13 @@ int cmd_config(int argc, char** argv) {
   (void)info();  // creates the directory (0700) if it is missing
   // Read, set and write under the file's lock: concurrent `tropical config` runs lose no update.
   if (const auto failure =
-          jit::ConfigFile::update(dir, key, unset ? std::nullopt : std::optional<std::string>(words[1]))) {
-    const std::string file = (dir / jit::kConfigFileName).string();
-    std::fprintf(stderr, "tropical: cannot write %s: %s\n", jit::terminal_safe(file).c_str(),
-                 jit::terminal_safe(failure->reason()).c_str());
+          storage::ConfigFile::update(dir, key, unset ? std::nullopt : std::optional<std::string>(words[1]))) {
+    const std::string file = (dir / storage::kConfigFileName).string();
+    std::fprintf(stderr, "tropical: cannot write %s: %s\n", storage::terminal_safe(file).c_str(),
+                 storage::terminal_safe(failure->reason()).c_str());
     return kExitFailed;
   }
-  print((unset ? "unset " + key : key + " = " + words[1]) + " in " + (dir / jit::kConfigFileName).string() +
+  print((unset ? "unset " + key : key + " = " + words[1]) + " in " + (dir / storage::kConfigFileName).string() +
         note_override(key) + "\n");
   return kExitOk;
 }
@@ -179,8 +179,8 @@ int cmd_config(int argc, char** argv) {
 std::string tiers_report(bool json) {
   std::string out = json ? "[" : "tiers (in lookup order):\n";
   bool first = true;
-  for (jit::Store* tier : registry().tiers().list()) {
-    const jit::TierInfo t = tier->describe();
+  for (storage::Store* tier : registry().tiers().list()) {
+    const storage::TierInfo t = tier->describe();
     if (json) {
       out += std::string(first ? "" : ", ") + "{\"kind\": " + json_quote(t.kind) +
              ", \"location\": " + json_quote(t.location) + ", \"usable\": " + (t.usable ? "true" : "false") +

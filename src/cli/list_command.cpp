@@ -56,7 +56,7 @@ std::string entries_text(const std::vector<CacheEntry>& entries, const std::stri
     const std::string kernel = e.readable ? e.kernel : "(header not readable)";
     const std::string arch = e.readable ? "sm_" + std::to_string(e.arch) : "-";
     std::string why(e.readable ? mismatch_text(e.mismatch) : "not used");
-    if (e.mismatch == jit::KeyMismatch::kCompiler || (e.readable && !e.id)) why += ": " + e.nvrtc;
+    if (e.mismatch == storage::KeyMismatch::kCompiler || (e.readable && !e.id)) why += ": " + e.nvrtc;
     text += format("  %-44s %-6s %-5s %9" PRIu64 " bytes  %.16s  %s\n", kernel.c_str(), arch.c_str(),
                    e.id ? tier_name(e.tier).data() : "-", e.bytes, e.file.c_str(), why.c_str());
   }

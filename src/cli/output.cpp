@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace tropical::cli {
 
@@ -47,7 +47,7 @@ std::string json_quote(std::string_view s) {
 }
 
 void print(std::string_view text) {
-  const std::string shown = jit::terminal_safe(text);
+  const std::string shown = storage::terminal_safe(text);
   std::fwrite(shown.data(), 1, shown.size(), stdout);
 }
 

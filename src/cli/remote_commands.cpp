@@ -5,10 +5,9 @@
 
 #include "commands.hpp"
 #include "output.hpp"
-#include "tropical/jit/nvrtc.hpp"
-#include "tropical/jit/storage/log.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
-#include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/storage/log.hpp"
+#include "tropical/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/remote_tier.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
@@ -19,56 +18,19 @@ double ms(std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
 }  // namespace
 
-jit::remote::RemoteTier* remote_tier() {
-  for (jit::Store* tier : registry().tiers().list()) {
-    if (auto* remote = dynamic_cast<jit::remote::RemoteTier*>(tier)) return remote;
+storage::remote::RemoteTier* remote_tier() {
+  for (storage::Store* tier : registry().tiers().list()) {
+    if (auto* remote = dynamic_cast<storage::remote::RemoteTier*>(tier)) return remote;
   }
   return nullptr;
 }
 
-std::size_t publish_cached(std::span<const std::uint32_t> ids, int arch) {
-  jit::remote::RemoteTier* remote = remote_tier();
-  if (remote == nullptr || !remote->can_store()) return 0;
-  // A producer signs only what it compiled: an entry found in its primary may have come from a
-  // layer, a team directory or another tool, whose trust is not the fleet's. What this run compiled the walk
-  // has published; the others are compiled again here and that compile is published, not the entry.
-  const std::vector<jit::KernelStats> compiled_here = registry().stats();
-  std::size_t published = 0;
-  std::vector<std::string> differing;
-  for (const std::uint32_t id : ids) {
-    if (id < compiled_here.size() && compiled_here[id].compiles != 0) continue;
-    const jit::CacheKey key = registry().cache_key(id, arch);
-    const jit::StoreKey store_key(key);
-    if (remote->remote().lookup(store_key.digest).outcome == jit::remote::LookupOutcome::kHit) continue;
-    const auto cached = registry().disk().load(key, jit::ImageParts::kCubin);
-    if (!cached) continue;  // not cached: it failed, and warm said so
-    jit::CompiledImage own;
-    try {
-      own = jit::compile(registry().catalog()[id], arch);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "tropical: %s not published: %s\n", key.kernel_name.c_str(), e.what());
-      continue;
-    }
-    if (own.cubin != cached->cubin) differing.push_back(key.kernel_name);
-    if (remote->store(store_key, own, jit::StoreReason::kCompiled)) ++published;
-  }
-  if (!differing.empty()) {
-    std::fprintf(stderr,
-                 "tropical: warning: %zu cached entr%s of %s differ%s from this producer's compile (%s%s); "
-                 "the compile was published, not the entry\n",
-                 differing.size(), differing.size() == 1 ? "y" : "ies", registry().disk().config().dir.c_str(),
-                 differing.size() == 1 ? "s" : "", jit::printable(differing.front()).c_str(),
-                 differing.size() > 1 ? ", ..." : "");
-  }
-  return published;
-}
-
 std::string remote_text() {
-  jit::remote::RemoteTier* remote = remote_tier();
+  storage::remote::RemoteTier* remote = remote_tier();
   if (remote == nullptr)
     return "remote: off (TROPICAL_REMOTE_CACHE, or remote in tropical.conf, unset or unusable)\n";
   const auto& o = remote->remote().options();
-  const jit::remote::RemoteStats s = remote->remote().stats();
+  const storage::remote::RemoteStats s = remote->remote().stats();
   const double rtt = s.round_trips == 0 ? 0.0 : ms(s.round_trip_ns) / static_cast<double>(s.round_trips);
   return format("%s (%s%s), this process:\n  hits %" PRIu64 ", misses %" PRIu64 ", refused %" PRIu64
                 " (unsigned %" PRIu64 ", untrusted %" PRIu64 ", bad signature %" PRIu64 ", garbage %" PRIu64
@@ -87,10 +49,10 @@ std::string remote_text() {
 }
 
 std::string remote_json() {
-  jit::remote::RemoteTier* remote = remote_tier();
+  storage::remote::RemoteTier* remote = remote_tier();
   if (remote == nullptr) return "null";
   const auto& o = remote->remote().options();
-  const jit::remote::RemoteStats s = remote->remote().stats();
+  const storage::remote::RemoteStats s = remote->remote().stats();
   return format("{\"url\": %s, \"read\": %s, \"publish\": %s, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
                 ", \"refused\": {\"unsigned\": %" PRIu64 ", \"untrusted\": %" PRIu64 ", \"bad_signature\": %" PRIu64
                 ", \"garbage\": %" PRIu64 ", \"undecodable\": %" PRIu64 "}, \"errors\": %" PRIu64
@@ -118,7 +80,7 @@ int cmd_keygen(int argc, char** argv) {
   }
   if (args.words().size() != 1) throw UsageError{"keygen wants one directory"};
   std::string error;
-  const auto files = jit::remote::write_key_pair(args.words().front(), &error);
+  const auto files = storage::remote::write_key_pair(args.words().front(), &error);
   if (!files) {
     std::fprintf(stderr, "tropical: keygen: %s\n", error.c_str());
     return kExitFailed;

@@ -17,7 +17,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "tropical/error.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 namespace {
 
@@ -141,19 +141,19 @@ int main(int argc, char** argv) {
     code = run(argc, argv);
   } catch (const UsageError& e) {
     // Messages echo what the command line gave: control characters (ESC, BEL) are not sent to the terminal.
-    std::fprintf(stderr, "tropical: %s\n", tropical::jit::terminal_safe(e.message).c_str());
+    std::fprintf(stderr, "tropical: %s\n", tropical::storage::terminal_safe(e.message).c_str());
     code = kExitUsage;
   } catch (const tropical::Unavailable& e) {
-    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::storage::terminal_safe(e.what()).c_str());
     code = kExitUnavailable;
   } catch (const tropical::InvalidArgument& e) {
-    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::storage::terminal_safe(e.what()).c_str());
     code = kExitUsage;
   } catch (const std::bad_alloc&) {
     std::fputs("tropical: out of host memory\n", stderr);
     code = kExitFailed;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", tropical::jit::terminal_safe(e.what()).c_str());
+    std::fprintf(stderr, "%s\n", tropical::storage::terminal_safe(e.what()).c_str());
     code = kExitFailed;
   }
   if (!finish_stdout()) {

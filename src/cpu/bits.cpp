@@ -13,7 +13,7 @@
 #include "../bits_checks.hpp"
 #include "bits_kernel.hpp"
 #include "pool.hpp"
-#include "tropical/bits.hpp"
+#include "tropical/cpu/bits.hpp"
 
 namespace tropical::cpu {
 namespace {

@@ -23,9 +23,9 @@
 
 namespace tropical::cpu::detail {
 
-/// One call of a product op: shapes, operands, batch strides and the epilogue.
+/// One product call as the blocked driver walks it: tropical::Product flattened (made by job_of in gemm.cpp).
 template <class T>
-struct Product {
+struct Job {
   Trans ta, tb;
   std::int64_t m, n, k;
   const T* a;
@@ -75,7 +75,7 @@ ThreadBuffers& thread_buffers();
 /// saturate, judged from the extremes of op(A) and op(B). Then the vector
 /// kernels' wrapping additions are exact.
 template <class S, class T>
-bool sums_are_exact(const Product<T>& p) {
+bool sums_are_exact(const Job<T>& p) {
   if (p.k == 0 || p.m == 0 || p.n == 0) return true;
   T amin = std::numeric_limits<T>::max(), amax = std::numeric_limits<T>::lowest();
   T bmin = amin, bmax = amax;
@@ -103,7 +103,7 @@ bool sums_are_exact(const Product<T>& p) {
 
 /// The kernels a call uses: the vector ones where they exist and are exact for these operands.
 template <class S, class T>
-const KernelSet<T>& kernels_for(const Product<T>& p) {
+const KernelSet<T>& kernels_for(const Job<T>& p) {
   const KernelSet<T>& v = vector_kernels<S, T>();
   const bool want_argmax = p.argmax != nullptr;
   if (want_argmax ? v.argmax == nullptr : v.gemm == nullptr) return scalar_kernels<S, T>();
@@ -115,7 +115,7 @@ const KernelSet<T>& kernels_for(const Product<T>& p) {
 
 /// C = alpha (x) acc (+) beta (x) C as the reference writes it.
 template <class S, class T>
-T epilogue(const Product<T>& p, T acc, T old) {
+T epilogue(const Job<T>& p, T acc, T old) {
   if (p.scale) acc = reference::mul<S, T>(p.alpha, acc);
   if (p.read_c) acc = reference::add<S, T>(acc, p.scale_c ? reference::mul<S, T>(p.beta, old) : old);
   return acc;
@@ -128,14 +128,14 @@ inline Trans flipped(Trans t) { return t == Trans::kNo ? Trans::kYes : Trans::kN
 /// C^T = op(B)^T (x) op(A)^T. Every semiring's product commutes (its operands trade places), but for
 /// the sign of a zero that min or max picks from -0 and +0, which is unspecified anyway (reference.hpp).
 template <class T>
-bool runs_transposed(const Product<T>& p) {
+bool runs_transposed(const Job<T>& p) {
   return p.n == 1 && p.m > 1 && p.ldc == 1 && (p.argmax == nullptr || p.ldargmax == 1);
 }
 
 /// C^T = op(B)^T (x) op(A)^T of a product with n = 1 (runs_transposed): one row of m elements.
 template <class T>
-Product<T> transposed(const Product<T>& p) {
-  Product<T> t = p;
+Job<T> transposed(const Job<T>& p) {
+  Job<T> t = p;
   t.m = 1;
   t.n = p.m;
   t.a = p.b;
@@ -155,7 +155,7 @@ Product<T> transposed(const Product<T>& p) {
 /// it lies, not packed, by rows (tb = kNo) or as dot products with a's values (dot: tb = kYes); tasks take
 /// blocks of C's columns for all of k.
 template <class S, class T>
-void run_row(const Product<T>& p, RowFn<T> kernel, bool dot, int threads) {
+void run_row(const Job<T>& p, RowFn<T> kernel, bool dot, int threads) {
   const bool with_argmax = p.argmax != nullptr;
   const bool with_epilogue = p.scale || p.read_c;
   if (static_cast<double>(p.n) * static_cast<double>(p.k) * static_cast<double>(p.batch) < 262144.0) threads = 1;
@@ -190,7 +190,7 @@ void run_row(const Product<T>& p, RowFn<T> kernel, bool dot, int threads) {
 
 /// Runs a checked, non-empty product (every op but the backward passes) on `threads` threads.
 template <class S, class T>
-void run_product(const Product<T>& p, int threads) {
+void run_product(const Job<T>& p, int threads) {
   // Matrix-vector products: one row of C, on the one-row tiles (n = 1 as its transpose). The full tiles
   // would compute mr rows (nr columns) to keep one.
   if (runs_transposed(p)) return run_product<S, T>(transposed(p), threads);

@@ -13,7 +13,7 @@
 
 #include "kernel.hpp"
 #include "tropical/cpu/gemm.hpp"
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 // SSSE3 and AVX3_DL add nothing to max/min/add over SSE4 and AVX3 (AVX-512);
 // SVE and RVV have sizeless vectors, which cannot be held in the tile's arrays
@@ -417,7 +417,7 @@ std::int64_t allowed_targets(std::string& lacking) {
   std::fprintf(stderr,
                "tropical: TROPICAL_CPU_ISA=%s is not one of scalar, sse4, avx2, avx512, neon; using the best "
                "instruction set of this CPU\n",
-               jit::terminal_safe(env).c_str());
+               storage::terminal_safe(env).c_str());
   return allowed;
 }
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "../checks.hpp"
+#include "../spans.hpp"
 #include "tropical/cpu/gemm.hpp"
 
 namespace tropical::cpu {

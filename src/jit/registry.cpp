@@ -9,7 +9,7 @@
 #include "registry_parts.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/exit_guard.hpp"
-#include "tropical/jit/storage/io.hpp"
+#include "tropical/storage/io.hpp"
 
 namespace tropical::jit {
 namespace {
@@ -25,10 +25,10 @@ std::int64_t now_ns() {
 thread_local bool t_background = false;
 thread_local std::uint64_t t_compiles = 0;
 
-Registry::Registry(Catalog catalog, CacheConfig cache, TierConfig tiers)
+Registry::Registry(Catalog catalog, storage::CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
       tier_config_(std::move(tiers)),
-      tiers_(std::make_unique<Tiers>(cache)),
+      tiers_(std::make_unique<storage::Tiers>(cache)),
       current_(catalog.size() * kMaxDevices),
       settled_(catalog.size() * kMaxDevices),
       slots_(catalog.size() * kMaxDevices),
@@ -120,16 +120,16 @@ Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmod
       const auto compile_start = Clock::now();
       CompiledImage compiled = run_compiler(source(id, tier), arch, tier);
       ++counters_[id].compiles;
-      counters_[id].compile_ns += nanoseconds_since(compile_start);
+      counters_[id].compile_ns += storage::nanoseconds_since(compile_start);
       return compiled;
     };
-    return tiers_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, ImageParts::kCubinAndPtx).ptx;
+    return tiers_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, storage::ImageParts::kCubinAndPtx).ptx;
   };
   const LoadedModule loaded = tier_config_.loader->load(device, img, std::string(source(id, tier).name), fetch_ptx);
   module = loaded.module;
   Counters& counters = counters_[id];
   ++counters.loads;
-  counters.load_ns += nanoseconds_since(start);
+  counters.load_ns += storage::nanoseconds_since(start);
   const auto& shapes = tier == Tier::kQuick ? tier_config_.table.quick_launch : tier_config_.table.tuned_launch;
   return Resolved{loaded.function, id < shapes.size() ? shapes[id] : LaunchShape{}, tier};
 }
@@ -259,7 +259,7 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
       const std::uint64_t compiles_before = t_compiles;
       try {
         // Whole entries: what warm leaves in the primary is copied from what it read and verified.
-        image(todo[i], arch, Tier::kTuned, ImageParts::kCubinAndPtx);
+        image(todo[i], arch, Tier::kTuned, storage::ImageParts::kCubinAndPtx);
       } catch (const Unavailable& e) {
         error = e.what();
         unavailable = true;
@@ -288,7 +288,7 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
   for (auto& t : pool) t.join();
   // Hits of a layer or the remote are copied into the primary in the background: warm leaves them written.
   tiers_->finish_promotions();
-  report.seconds = static_cast<double>(nanoseconds_since(start)) * 1e-9;
+  report.seconds = static_cast<double>(storage::nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();
 
   // Each kernel of this call was compiled by it, failed, or was ready (a compile of it that failed is an error).

@@ -5,13 +5,13 @@
 
 #include "registry_parts.hpp"
 #include "tropical/error.hpp"
-#include "tropical/jit/storage/io.hpp"
+#include "tropical/storage/io.hpp"
 
 namespace tropical::jit {
 
-CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
+storage::CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
   const KernelSource& kernel = source(id, tier);
-  return CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch, effort_of(tier)), arch,
+  return storage::CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch, effort_of(tier)), arch,
                   nvrtc_identity()};
 }
 
@@ -35,13 +35,13 @@ CompiledImage Registry::tracked_compile(std::uint32_t id, Tier tier, const std::
   } leave{compiling_};
   CompiledImage image = run();
   Counters& counters = counters_[id];
-  counters.compile_ns += nanoseconds_since(start);
+  counters.compile_ns += storage::nanoseconds_since(start);
   if (tier == Tier::kQuick) ++counters.quick_compiles;
   if (t_background) ++counters.background_compiles;
   return image;
 }
 
-void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, ImageParts parts) {
+void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, storage::ImageParts parts) {
   bool compiled = false;
   slot.image = tiers_->get_or_compile(
       cache_key(id, arch, tier),
@@ -51,7 +51,7 @@ void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, Ima
   t_compiles += compiled;
 }
 
-const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, ImageParts parts) {
+const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, storage::ImageParts parts) {
   const KernelSource& kernel = source(id, tier);
   ImageSlot& slot = image_slot(id, arch, tier);
   bool ran = false;
@@ -67,7 +67,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, Imag
     slot.done.store(true, std::memory_order_release);
   });
   if (!ran && slot.image) {
-    log_line(tiers_->log(), LogLevel::kDebug,
+    storage::log_line(tiers_->log(), storage::LogLevel::kDebug,
              std::string(kernel.name) + " sm_" + std::to_string(arch) + ": memory hit");
   }
   if (slot.error) std::rethrow_exception(slot.error);
@@ -80,17 +80,17 @@ const ShippedPtx* Registry::shipped_ptx(std::uint32_t id, int arch, Tier tier) c
   return &table[id];
 }
 
-std::optional<CacheKey> Registry::jit_cache_key(std::uint32_t id, int arch, Tier tier) const {
+std::optional<storage::CacheKey> Registry::jit_cache_key(std::uint32_t id, int arch, Tier tier) const {
   const ShippedPtx* ptx = shipped_ptx(id, arch, tier);
   std::string identity = ptx != nullptr ? tier_config_.loader->jit_identity() : std::string();
   if (identity.empty()) return std::nullopt;
-  return CacheKey{std::string(source(id, tier).name), std::string(ptx->digest),
+  return storage::CacheKey{std::string(source(id, tier).name), std::string(ptx->digest),
                   {std::string(kDriverJitOption), "--ptx-arch=compute_" + std::to_string(ptx->arch)}, arch,
                   std::move(identity)};
 }
 
 const CompiledImage& Registry::device_image(std::uint32_t id, int device, int arch, Tier tier) {
-  const std::optional<CacheKey> jit_key = jit_cache_key(id, arch, tier);
+  const std::optional<storage::CacheKey> jit_key = jit_cache_key(id, arch, tier);
   if (!jit_key) return image(id, arch, tier);
   ImageSlot& slot = image_slot(id, arch, tier);
   std::call_once(slot.once, [&]() noexcept {
@@ -123,10 +123,10 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
         } catch (const Error& e) {
           // The driver refused the PTX (older than the NVRTC that made it, or
           // a JIT error): NVRTC compiles the fragment, as without shipped PTX.
-          log_line(tiers_->log(), LogLevel::kInfo,
+          storage::log_line(tiers_->log(), storage::LogLevel::kInfo,
                    jit_key->kernel_name + " sm_" + std::to_string(arch) + ": shipped PTX not usable (" + e.what() +
                        "); compiling with NVRTC");
-          fetch(slot, id, arch, tier, ImageParts::kCubin);
+          fetch(slot, id, arch, tier, storage::ImageParts::kCubin);
         }
       }
     } catch (...) {

@@ -20,8 +20,8 @@ namespace tropical::testing {
 /// Launches one tier of a product kernel on GPU 0 with the arguments the public API would pass.
 class TierLauncher {
  public:
-  TierLauncher() : quick_(catalog::kKernels, jit::CacheConfig::from_env(), config(jit::TierMode::kQuickOnly)),
-                   tuned_(catalog::kKernels, jit::CacheConfig::from_env(), config(jit::TierMode::kTunedOnly)) {}
+  TierLauncher() : quick_(catalog::kKernels, storage::CacheConfig::from_env(), config(jit::TierMode::kQuickOnly)),
+                   tuned_(catalog::kKernels, storage::CacheConfig::from_env(), config(jit::TierMode::kTunedOnly)) {}
 
   /// The loaded kernel of one tier (compiled or read from the cache on first use).
   const jit::Resolved& kernel(catalog::KernelId id, jit::Tier tier) {

@@ -1,12 +1,12 @@
 // Atomic files: our own temporary names, whole-or-nothing commits, and a file
 // size limit that gives EFBIG instead of SIGXFSZ (no signal is masked here).
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -136,4 +136,4 @@ TEST_F(AtomicFileTest, a_callers_own_blocked_and_pending_sigxfsz_stays_the_calle
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

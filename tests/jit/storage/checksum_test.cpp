@@ -1,6 +1,6 @@
 // The entry checksum (GMAC from libcrypto under the format's fixed key):
 // pinned values, any split, and every flipped bit of a 77 kB image seen.
-#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/storage/checksum.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string hex(const Checksum::Value& value) {
@@ -76,4 +76,4 @@ TEST(Checksum, threads_checksumming_at_once_agree) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

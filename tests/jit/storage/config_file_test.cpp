@@ -1,5 +1,5 @@
 // tropical.conf: parsing, unknown keys kept, atomic save, trust, and its place below the environment.
-#include "tropical/jit/storage/config_file.hpp"
+#include "tropical/storage/config_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/config.hpp"
+#include "tropical/storage/config.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -190,4 +190,4 @@ TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

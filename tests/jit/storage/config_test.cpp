@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/config.hpp"
+#include "tropical/storage/config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using test::count_of;
@@ -194,4 +194,4 @@ TEST(ParseSize, is_the_parser_the_configuration_file_shares) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

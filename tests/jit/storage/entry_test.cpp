@@ -1,6 +1,6 @@
 // The entry format: round trips, verification, and the size bound that
 // rejects a crafted 2 GiB file without reading it.
-#include "tropical/jit/storage/entry.hpp"
+#include "tropical/storage/entry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -133,4 +133,4 @@ TEST_F(EntryTest, decode_from_memory_checks_what_a_file_read_checks) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

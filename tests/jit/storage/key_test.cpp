@@ -1,10 +1,10 @@
-#include "tropical/jit/storage/key.hpp"
+#include "tropical/storage/key.hpp"
 
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using test::make_key;
@@ -94,4 +94,4 @@ TEST(CacheKey, mismatch_names_the_most_telling_difference_first) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

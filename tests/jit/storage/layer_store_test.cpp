@@ -1,15 +1,15 @@
 // Read-only layers: trusted only when owned by root or this user and not writable by group or others,
 // every entry verified, hits copied into the primary, never written; the fallback primary.
-#include "tropical/jit/storage/layer_store.hpp"
+#include "tropical/storage/layer_store.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/promotion.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/promotion.hpp"
+#include "tropical/storage/tiers.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -272,4 +272,4 @@ TEST_F(LayerStoreTest, fallback_planted_as_a_symbolic_link_is_not_followed) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,14 +1,14 @@
 // The local directory tier against damaged entries (every kind of damage, old formats, another
 // key under the name) and its file-security rules (modes, symlinks, owners, FIFOs).
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/checksum.hpp"
+#include "tropical/storage/checksum.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -382,4 +382,4 @@ TEST_F(LocalStoreTest, fifo_under_entry_name_does_not_block_the_reader) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,14 +1,14 @@
 // The local directory tier degrading with one warning and never failing the caller: unusable paths,
 // file-size limits, full disks, removed directories, a disabled cache.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -273,4 +273,4 @@ TEST_F(LocalStoreTest, directory_planted_under_an_entry_name_is_named_and_left_a
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,6 +1,6 @@
 // The local directory tier under several processes and threads, writers killed at each stage,
 // and the size limit (eviction racing with readers).
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -376,4 +376,4 @@ TEST_F(LocalStoreTest, readers_racing_with_eviction_never_see_errors_or_wrong_im
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,6 +1,6 @@
 // Issue 10's red-team families against the local directory tier: nothing in the cache directory can
 // kill, freeze or rob the caller. No signal is masked or ignored by these tests.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -277,4 +277,4 @@ TEST_F(LocalStoreTest, truncating_the_statistics_file_under_a_running_process_gi
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

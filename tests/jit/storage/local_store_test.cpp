@@ -1,6 +1,6 @@
 // The local directory tier, one process: hits, misses, parts of an entry, write stages, statistics,
 // clear, info, remove and listing. The other families are in local_store_*_test.cpp beside it.
-#include "tropical/jit/storage/local_store.hpp"
+#include "tropical/storage/local_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "test_support.hpp"
-#include "tropical/jit/storage/atomic_file.hpp"
+#include "tropical/storage/atomic_file.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -389,4 +389,4 @@ TEST_F(LocalStoreTest, remove_if_takes_out_entries_of_every_compiler_and_never_a
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,12 +1,12 @@
 // Lock files: created whole with their magic, never a planted FIFO, symlink
 // or foreign file, and every wait bounded (a SIGSTOPped holder included).
-#include "tropical/jit/storage/lock_file.hpp"
+#include "tropical/storage/lock_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -161,4 +161,4 @@ TEST_F(LockFileTest, replaced_lock_file_is_locked_under_its_new_inode) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,12 +1,12 @@
 // The warning and log sinks (src/jit/storage/log.cpp): one warning per (problem, subject), and nothing a
 // terminal would act on reaches stderr, however the line was built.
-#include "tropical/jit/storage/log.hpp"
+#include "tropical/storage/log.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 bool has_control_but_newline_or_tab(const std::string& text) {
@@ -41,4 +41,4 @@ TEST(Log, a_log_line_with_escape_sequences_reaches_stderr_without_them) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

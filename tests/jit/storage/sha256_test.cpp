@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/sha256.hpp"
+#include "tropical/storage/sha256.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 std::string hex_of(std::string_view message) { return Sha256::hex(Sha256::of(message)); }
@@ -137,4 +137,4 @@ TEST(Sha256, threads_hashing_at_once_agree) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,13 +1,13 @@
 // The statistics file: locked read-modify-write, exact under threads and
 // processes, and nothing a truncation or a foreign file can turn into a
 // signal or a rewrite of someone else's file.
-#include "tropical/jit/storage/stats_file.hpp"
+#include "tropical/storage/stats_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -230,4 +230,4 @@ TEST_F(StatsFileTest, a_stopped_lock_holder_costs_at_most_the_wait) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

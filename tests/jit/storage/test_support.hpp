@@ -33,10 +33,10 @@
 #include <thread>
 #include <vector>
 
-#include "tropical/jit/storage/local_store.hpp"
-#include "tropical/jit/storage/sha256.hpp"
+#include "tropical/storage/local_store.hpp"
+#include "tropical/storage/sha256.hpp"
 
-namespace tropical::jit::test {
+namespace tropical::storage::test {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -340,4 +340,4 @@ struct Untouched {
   ino_t ino = 0;
 };
 
-}  // namespace tropical::jit::test
+}  // namespace tropical::storage::test

@@ -1,7 +1,7 @@
 // The walk over the ordered list of tiers: promotion of a lower tier's hit,
 // compiling without storing when the single flight is not ours, and the
 // decision log (TROPICAL_LOG) explaining each miss in one line.
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/tiers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -403,4 +403,4 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

@@ -1,7 +1,7 @@
 // The one door for trusted files: what is read, and everything refused unread and without
 // blocking: FIFOs, devices, links, huge or sparse files, files others can write, other users' files, private
 // keys others can read.
-#include "tropical/jit/storage/trusted_file.hpp"
+#include "tropical/storage/trusted_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -13,7 +13,7 @@
 
 #include "test_support.hpp"
 
-namespace tropical::jit {
+namespace tropical::storage {
 namespace {
 
 using namespace test;
@@ -147,4 +147,4 @@ TEST_F(TrustedFileTest, directory_is_refused) {
 }
 
 }  // namespace
-}  // namespace tropical::jit
+}  // namespace tropical::storage

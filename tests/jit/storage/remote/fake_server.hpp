@@ -14,7 +14,7 @@
 
 #include "redis_server.hpp"
 
-namespace tropical::jit::remote::testing {
+namespace tropical::storage::remote::testing {
 
 /// A "server" that answers the first connection's first request with fixed bytes, then holds it open.
 class FakeServer {
@@ -53,4 +53,4 @@ class FakeServer {
   std::thread thread_;
 };
 
-}  // namespace tropical::jit::remote::testing
+}  // namespace tropical::storage::remote::testing

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 #include <future>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/ed25519.hpp"
+#include "tropical/storage/remote/ed25519.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using testing::TempDir;
@@ -192,4 +192,4 @@ TEST(KeyFiles, private_key_others_can_read_is_refused_as_ssh_does) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/redis_client.hpp"
+#include "tropical/storage/remote/redis_client.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -16,7 +16,7 @@
 #include "redis_server.hpp"
 #include "warnings.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::duration_cast;
@@ -367,4 +367,4 @@ TEST(RedisClient, nested_and_nil_replies_keep_their_shape) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

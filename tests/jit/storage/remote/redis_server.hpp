@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "tropical/jit/storage/remote/redis_connection.hpp"
-#include "tropical/jit/storage/remote/redis_url.hpp"
+#include "tropical/storage/remote/redis_connection.hpp"
+#include "tropical/storage/remote/redis_url.hpp"
 
-namespace tropical::jit::remote::testing {
+namespace tropical::storage::remote::testing {
 
 /// The redis-server binary: $TROPICAL_TEST_REDIS_SERVER (set by meson), else /usr/bin/redis-server.
 inline std::string redis_server_binary() {
@@ -170,4 +170,4 @@ class RedisServer {
   bool ready_ = false;
 };
 
-}  // namespace tropical::jit::remote::testing
+}  // namespace tropical::storage::remote::testing

@@ -1,8 +1,8 @@
-#include "tropical/jit/storage/remote/redis_url.hpp"
+#include "tropical/storage/remote/redis_url.hpp"
 
 #include <gtest/gtest.h>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 TEST(RedisUrl, tcp_host_port_and_database) {
@@ -67,4 +67,4 @@ TEST(RedisUrl, socket_path_longer_than_sockaddr_is_refused) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -1,4 +1,4 @@
-#include "tropical/jit/storage/remote/remote_config.hpp"
+#include "tropical/storage/remote/remote_config.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,9 +7,9 @@
 #include <map>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -291,4 +291,4 @@ TEST_F(RemoteConfig, key_file_others_can_write_is_refused_with_a_warning_naming_
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

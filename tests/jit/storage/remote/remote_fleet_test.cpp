@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
+#include "tropical/storage/remote/key_files.hpp"
 
 extern char** environ;
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -187,4 +187,4 @@ TEST_F(RemoteFleet, keyless_machine_reads_nothing) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
 #include "warnings.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using std::chrono::milliseconds;
@@ -155,4 +155,4 @@ TEST_F(RemoteLeaseTest, remote_options_bound_the_total_wait_at_three_waits) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "tropical/jit/storage/remote/remote_store.hpp"
+#include "tropical/storage/remote/remote_store.hpp"
 
-using namespace tropical::jit::remote;
+using namespace tropical::storage::remote;
 
 int main(int argc, char** argv) {
   auto options = remote_options_from_env(2, stderr_warnings());

@@ -1,7 +1,7 @@
 // The fleet tier inside the tier walk: a remote hit is decoded and copied into the primary, a compile is
 // published, a signed value that is not this key's entry is never loaded, and "machines" (threads, each
 // with its own primary directory and its own tier) cold on one key compile it once.
-#include "tropical/jit/storage/remote/remote_tier.hpp"
+#include "tropical/storage/remote/remote_tier.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "redis_server.hpp"
-#include "tropical/jit/storage/remote/key_files.hpp"
-#include "tropical/jit/storage/tiers.hpp"
+#include "tropical/storage/remote/key_files.hpp"
+#include "tropical/storage/tiers.hpp"
 #include "warnings.hpp"
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 using testing::RedisServer;
@@ -240,4 +240,4 @@ TEST_F(RemoteTierTest, tiers_take_the_remote_from_tropical_conf_where_the_enviro
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -1,10 +1,10 @@
-#include "tropical/jit/storage/remote/signed_value.hpp"
+#include "tropical/storage/remote/signed_value.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace tropical::jit::remote {
+namespace tropical::storage::remote {
 namespace {
 
 const std::string kKey = "tropical:2:00ff";
@@ -120,4 +120,4 @@ TEST(Ed25519, signature_verifies_only_for_its_message_and_key) {
 }
 
 }  // namespace
-}  // namespace tropical::jit::remote
+}  // namespace tropical::storage::remote

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tropical/jit/storage/remote/redis_client.hpp"
+#include "tropical/storage/remote/redis_client.hpp"
 
-namespace tropical::jit::remote::testing {
+namespace tropical::storage::remote::testing {
 
 class Warnings {
  public:
@@ -38,4 +38,4 @@ class Warnings {
   std::vector<std::string> lines_;
 };
 
-}  // namespace tropical::jit::remote::testing
+}  // namespace tropical::storage::remote::testing

@@ -1,0 +1,16 @@
+#pragma once
+
+// The disk cache is the storage module set under tropical/storage/; this
+// header keeps the names code written before the split includes.
+
+#include "tropical/storage/config.hpp"
+#include "tropical/storage/key.hpp"
+#include "tropical/storage/local_store.hpp"
+#include "tropical/storage/tiers.hpp"
+
+namespace tropical::jit {
+
+/// The local directory tier under its name before the storage split.
+using DiskCache = storage::LocalStore;
+
+}  // namespace tropical::jit
