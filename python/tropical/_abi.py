@@ -80,6 +80,7 @@ PROTOTYPES = {
     "tropical_kernel_id": ([_str, ctypes.POINTER(_u32)], _enum),
     "tropical_find_kernel": ([_enum, _enum, _enum, ctypes.POINTER(_u32)], _enum),
     "tropical_warm": ([ctypes.POINTER(_u32), _size, _int, _uint, ctypes.POINTER(_size), ctypes.POINTER(_size)], _enum),
+    "tropical_publish_cached": ([ctypes.POINTER(_u32), _size, _int, ctypes.POINTER(_size)], _enum),
     "tropical_cpu_set_num_threads": ([_int], _enum),
     "tropical_cpu_num_threads": ([], _int),
     "tropical_cpu_isa": ([], _str),
