@@ -241,10 +241,10 @@ def torch_product(a, b, s, andor, want_argmax):
     return (c, arg) if want_argmax else c
 
 
-def torch_product_for_grad(a, b, s):
-    """(C, argmax, layout) of a product whose gradient will be asked for: torch_product's work, and the layout
-    (operand() of each operand as used, those operands, batch, m, k, n, element type, device) that
-    torch_gradients then takes instead of deriving it again; None for the general path."""
+def _torch_layout(a, b):
+    """The layout of a differentiable product of float tensors a and b: (operand() of each operand as used, those
+    operands (each copied once where its strides need it), batch, m, k, n, element type, device, C's shape),
+    or None for the general path."""
     if _torch() is None:
         return None
     pair = _torch_pair(a, b, False)
@@ -253,18 +253,27 @@ def torch_product_for_grad(a, b, s):
     found = _torch_batch(a, b)
     if found is None:
         return None
-    oa, a, ob, b, batch, m, k, n = found
     name, device = pair
+    oa, a_used, ob, b_used, batch, m, k, n = found
     shape = (batch, m, n) if a.dim() == 3 or b.dim() == 3 else (m, n)
+    return oa, a_used, ob, b_used, batch, m, k, n, _CODES[name], device, shape
+
+
+def torch_product_for_grad(a, b, s):
+    """(C, argmax, layout) of a product whose gradient will be asked for: torch_product's work, and the layout
+    (_torch_layout) that torch_gradients then takes instead of deriving it again; None for the general path."""
+    layout = _torch_layout(a, b)
+    if layout is None:
+        return None
+    oa, a, ob, b, batch, m, k, n, t, device, shape = layout
     c = a.new_empty(shape)
     arg = a.new_empty(shape, dtype=_cache["int32"])
+    stream = torch_stream(device) if device >= 0 else None
     if len(shape) == 3:
-        _launch_batched(s, _CODES[name], oa, ob, m, n, k, batch, a.data_ptr(), b.data_ptr(), c.data_ptr(),
-                        arg.data_ptr(), torch_stream(device) if device >= 0 else None)
+        _launch_batched(s, t, oa, ob, m, n, k, batch, a.data_ptr(), b.data_ptr(), c.data_ptr(), arg.data_ptr(), stream)
     else:
-        _launch(s, _CODES[name], oa[4:], ob[4:], m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(), arg.data_ptr(),
-                torch_stream(device) if device >= 0 else None)
-    return c, arg, (oa, a, ob, b, batch, m, k, n, _CODES[name], device, shape)
+        _launch(s, t, oa[4:], ob[4:], m, n, k, a.data_ptr(), b.data_ptr(), c.data_ptr(), arg.data_ptr(), stream)
+    return c, arg, layout
 
 
 def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b, layout=None):
@@ -272,18 +281,9 @@ def torch_gradients(grad_c, argmax, a, b, s, need_a, need_b, layout=None):
     broadcast dC is copied once, for both) and the forward's argmax; `layout` as torch_product_for_grad made
     it (else derived here); None for the general path."""
     if layout is None:
-        if _torch() is None:
+        layout = _torch_layout(a, b)
+        if layout is None:
             return None
-        pair = _torch_pair(a, b, False)
-        if pair is None or pair[0] not in _FLOATS:
-            return None
-        found = _torch_batch(a, b)
-        if found is None:
-            return None
-        name, device = pair
-        oa, a_used, ob, b_used, batch, m, k, n = found
-        shape = (batch, m, n) if a.dim() == 3 or b.dim() == 3 else (m, n)
-        layout = (oa, a_used, ob, b_used, batch, m, k, n, _CODES[name], device, shape)
     oa, a_used, ob, b_used, batch, m, k, n, t, device, shape = layout
     tensor = _cache["tensor"]
     if type(grad_c) is not tensor or type(argmax) is not tensor or grad_c.dtype != a_used.dtype \
