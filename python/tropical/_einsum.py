@@ -2,7 +2,9 @@
 operands' framework (NumPy on the CPU backend, torch or CuPy on their GPU), with its optimal assignment traced
 back or its optimal values counted; under a memory limit, slice by slice, merged with the semiring's addition."""
 
+import collections
 import itertools
+import sys
 
 from . import _arrays, _einsum_arrays, _einsum_exec, _einsum_parse, _einsum_path, _einsum_trace, _ops
 from ._einsum_path import einsum_path  # noqa: F401  (re-exported by the package)
@@ -10,10 +12,33 @@ from ._einsum_treesa import TreeSA  # noqa: F401  (re-exported by the package)
 from ._errors import InvalidArgument
 
 
+_Plain = collections.namedtuple("_Plain", "obj shape dtype")
+
+
+def _plain_torch(operands):
+    """The operands as _Plain (the tensor, its shape, its dtype's name) where every one is a plain torch tensor of
+    one supported dtype on one device, the common case, checked without describing each operand (a network has
+    hundreds; describing one costs microseconds); None otherwise (then each is described and the errors worded)."""
+    torch = sys.modules.get("torch")
+    first = operands[0]
+    if torch is None or type(first) is not torch.Tensor:
+        return None
+    tensor, dtype, device = torch.Tensor, first.dtype, first.get_device()
+    for x in operands:
+        if type(x) is not tensor or x.dtype is not dtype or x.get_device() != device:
+            return None
+    name = str(dtype)[6:]  # "torch.float32" -> "float32"
+    if name not in _arrays.DTYPE_CODES or (device < 0 and first.device.type != "cpu"):
+        return None
+    return [_Plain(x, tuple(x.shape), name) for x in operands]
+
+
 def _checked(operands, semiring, counting=False):
     """The operands described and checked (one framework, one device, one dtype the semiring takes)."""
-    described = [_arrays.describe(x, f"operand {i}") for i, x in enumerate(operands)]
-    _ops._check_together([(f"operand {i}", d) for i, d in enumerate(described)])
+    described = _plain_torch(operands)
+    if described is None:
+        described = [_arrays.describe(x, f"operand {i}") for i, x in enumerate(operands)]
+        _ops._check_together([(f"operand {i}", d) for i, d in enumerate(described)])
     dtypes = {d.dtype for d in described}
     if len(dtypes) > 1:
         raise InvalidArgument(f"tropical: the operands have dtypes {sorted(dtypes)}; pass one dtype")
