@@ -11,28 +11,25 @@
 
 #include "../gpu/test_data.hpp"
 #include "launch_kernel.hpp"
+#include "shapes.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical {
 namespace {
 
 using emulation::Dim3;
+using emulation::Case;
+using emulation::cols_of;
 using emulation::id_of;
 using emulation::launch_kernel;
+using emulation::rows_of;
 using gpu_test::expect_equal;
 using gpu_test::random_matrix;
 
-struct Case {
-  long long m, n, k;
-  Trans ta, tb;
-};
 constexpr Case kCases[] = {{40, 33, 5, Trans::kNo, Trans::kNo},
                            {70, 45, 64, Trans::kYes, Trans::kNo},
                            {33, 130, 70, Trans::kNo, Trans::kYes},
                            {129, 3, 64, Trans::kYes, Trans::kYes}};
-
-long long rows_of(Trans t, long long r, long long c) { return t == Trans::kYes ? c : r; }
-long long cols_of(Trans t, long long r, long long c) { return t == Trans::kYes ? r : c; }
 
 template <class S, class T>
 void check_both_passes(const std::string& suffix) {

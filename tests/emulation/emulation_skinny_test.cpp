@@ -11,27 +11,24 @@
 
 #include "../gpu/test_data.hpp"
 #include "launch_kernel.hpp"
+#include "shapes.hpp"
 #include "tropical/tropical.hpp"
 
 namespace tropical {
 namespace {
 
+using emulation::Case;
+using emulation::cols_of;
 using emulation::id_of;
 using emulation::launch_kernel;
+using emulation::rows_of;
 using gpu_test::expect_equal;
 using gpu_test::random_matrix;
 
-struct Case {
-  long long m, n, k;
-  Trans ta, tb;
-};
 constexpr Case kCases[] = {{1, 300, 5, Trans::kNo, Trans::kNo},
                            {3, 513, 130, Trans::kYes, Trans::kNo},
                            {8, 257, 1, Trans::kNo, Trans::kYes},
                            {5, 70, 260, Trans::kYes, Trans::kYes}};
-
-long long rows_of(Trans t, long long r, long long c) { return t == Trans::kYes ? c : r; }
-long long cols_of(Trans t, long long r, long long c) { return t == Trans::kYes ? r : c; }
 
 template <class S, class T>
 void check_skinny(const std::string& name, bool ties) {
