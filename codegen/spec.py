@@ -270,7 +270,8 @@ def catalog():
             if not exists(op, s, t):
                 continue
             kernels.append(Kernel(len(kernels), op, s, t))
-            skinny = (STRUCTURED_SKINNY_TILES.get(s, {}) if s in STRUCTURED_SEMIRINGS else SKINNY_TILES).get(op, {}).get(t)
+            skinny_tiles = STRUCTURED_SKINNY_TILES.get(s, {}) if s in STRUCTURED_SEMIRINGS else SKINNY_TILES
+            skinny = skinny_tiles.get(op, {}).get(t)
             if s in STRUCTURED_SEMIRINGS:
                 if skinny:
                     kernels.append(Kernel(len(kernels), op, s, t, skinny))
