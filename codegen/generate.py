@@ -152,6 +152,11 @@ def header_context(kernels):
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
     return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
             "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
+            # pick_product's early exit: the most rows and columns a square small tile holds, the most rows a
+            # skinny one does
+            "single_max_m": max([t.launch["tile_m"] for _, t in single] or [0]),
+            "single_max_n": max([t.launch["tile_n"] for _, t in single if t.max_n != "INT64_MAX"] or [0]),
+            "single_skinny_m": max([t.launch["tile_m"] for _, t in single if t.max_n == "INT64_MAX"] or [0]),
             "catalog_contents": catalog_contents(defaults), "structs": faces.argument_structs()}
 
 
