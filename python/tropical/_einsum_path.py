@@ -31,12 +31,13 @@ class Plan:
     """A network, its contraction tree and sliced labels: what the executor runs. keeps[node]: the labels node
     keeps (sliced labels excluded: a slice fixes them); steps: the executor's memo."""
 
-    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps")
+    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps", "uses")
 
     def __init__(self, network, problem, labels, tree, sliced, info):
         self.network, self.problem, self.labels, self.tree = network, problem, labels, tree
         self.sliced, self.info = sliced, info
         self.steps = {}  # the executor's classification of each step, made on first use
+        self.uses = None  # the executor's: how soon each node's labels are needed (_einsum_exec._uses)
         self.keeps = [frozenset(_bit_labels(mask & ~sliced, labels)) for mask in tree.outputs(problem)]
 
     def sliced_labels(self):
