@@ -917,11 +917,13 @@ def _struct_bytes(fields):
 
 
 def struct_definition(name, device):
-    """The C++ definition of parameter struct `name`, for a fragment (device) or the host."""
+    """The C++ definition of parameter struct `name`, for a fragment (device) or the host (members zeroed unless
+    given, so that a designated initializer may name some)."""
     spell = _FIELD_DEVICE if device else _FIELD_HOST
     lines = [f"/// {PARAM_STRUCTS[name]['doc']}", f"struct {name} {{"]
     for f in PARAM_STRUCTS[name]["fields"]:
-        lines.append(f"  {spell[f.kind]} {f.name}" + (f"[{f.count}]" if f.count else "") + ";")
+        lines.append(f"  {spell[f.kind]} {f.name}" + (f"[{f.count}]" if f.count else "") + ("" if device else " = {}")
+                     + ";")
     lines += ["};", f"static_assert(sizeof({name}) == {PARAM_STRUCTS[name]['bytes']}, \"{name}: one layout on both "
               "sides\");"]
     return "\n".join(lines)
