@@ -937,16 +937,17 @@ def device_op(op, params, **spec):
 
 
 # A strided copy (the einsum's permutes): dst at (i_0..i_{rank-1}) = src there, each with its own element strides.
-# The host (src/permute.cpp) merges the axes contiguous on both sides and puts the source's fastest axis first;
-# where the destination's fastest is another, it goes second and `tiled` is 1: blocks of 32 x 16 threads move
-# 64 x 64 tiles of those two axes through shared memory, so that reads and writes are both coalesced; else
-# blocks copy runs of plain_bytes along axis 0 (at most 8 elements a thread: 4 of 8 bytes; fitted to 64
-# registers, 2 blocks of 512 threads per SM, no spill: sm_90, ptxas -v). The other axes come from the block index. Elements are
-# copied as integers of their width: one kernel per width serves every type.
+# The host (src/permute.cpp) merges the axes contiguous on both sides. Where the source's and the destination's
+# fastest axes differ and both have at least min_tiled_axis elements (a tile a quarter used), they go first and
+# second and `tiled` is 1: blocks of 32 x 16 threads move 64 x 64 tiles of them through shared memory, so that
+# reads and writes are both coalesced. Else the destination's fastest goes first and blocks copy runs of
+# plain_bytes along it (at most 8 elements a thread). Fitted to 64 registers, 2 blocks of 512 threads per SM, no
+# spill (sm_90, ptxas -v). The other axes come from the block index. Elements are copied as integers of their
+# width: one kernel per width serves every type.
 param_struct("StridedCopy", "A strided copy: dst at index (i_0..i_{rank-1}) = src at that index, each side with "
              "its own element strides.", "i32 rank, i64[8] size src_stride dst_stride")
 device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 tiled",
           template="permute.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
           launch={"block_x": 32, "block_y": 16, "tile_m": 64, "tile_n": 64, "smem_bytes": 0, "plain_bytes": 16384,
-                  "min_blocks": 2},
+                  "min_blocks": 2, "min_tiled_axis": 16},
           doc="a strided copy of elements of one width")

@@ -95,15 +95,20 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
     }
   }
   const int fast_dst = rank - 1;
-  out.tiled = fast_src != fast_dst;
-  // The kernel's order: axis 0, then (tiled) the destination's fastest, then the others fastest first on the
-  // destination, so that consecutive blocks write near each other.
+  // Tiles where the two fastest axes differ and both fill a good part of a tile; else a plain copy along the
+  // destination's fastest (coalesced writes; with the source's fastest next, so that the blocks reading the rest
+  // of the source's runs follow close behind).
+  out.tiled = fast_src != fast_dst &&
+              std::min(axes[fast_src].size, axes[fast_dst].size) >= catalog::PermuteGeometry::kMinTiledAxis;
+  const int first = out.tiled ? fast_src : fast_dst, second = out.tiled ? fast_dst : fast_src;
+  // The kernel's order: those two, then the others fastest first on the destination, so that consecutive blocks
+  // write near each other.
   Axis order[kMaxPermuteRank] = {};
   int n = 0;
-  order[n++] = axes[fast_src];
-  if (out.tiled) order[n++] = axes[fast_dst];
+  order[n++] = axes[first];
+  if (second != first) order[n++] = axes[second];
   for (int a = rank - 1; a >= 0; --a) {
-    if (a != fast_src && a != fast_dst) order[n++] = axes[a];
+    if (a != first && a != second) order[n++] = axes[a];
   }
   out.copy.rank = n;
   for (int a = 0; a < kMaxPermuteRank; ++a) {

@@ -25,7 +25,8 @@ static_assert(sizeof(StridedCopy::size) == kMaxPermuteRank * sizeof(std::int64_t
 void permute(std::size_t element_bytes, const void* src, void* dst, const StridedCopy& copy, CUstream stream);
 
 /// What permute() launches for a copy: the same copy with size-1 axes dropped, axes contiguous on both sides merged,
-/// the source's fastest axis first and, if the destination's fastest is another (tiled), that one second.
+/// and (tiled) the source's fastest axis first, the destination's second, where they differ and both are at least
+/// PermuteGeometry::kMinTiledAxis long; else (plain) the destination's fastest first, the source's second.
 struct PermuteLaunch {
   StridedCopy copy;
   bool tiled;

@@ -64,7 +64,8 @@ TEST(EmulatedPermute, transposes_off_the_tile_edges_and_long_rows_match_the_host
   std::mt19937_64 rng(5);
   for (const Case& c : {permute_test::permuted({130, 67}, {1, 0}), permute_test::permuted({64, 64}, {1, 0}),
                         permute_test::permuted({1, 3000}, {1, 0}), permute_test::permuted({3, 2500}, {0, 1}),
-                        permute_test::permuted({5, 129, 70}, {2, 1, 0}), permute_test::permuted({7, 2, 300}, {1, 0, 2}),
+                        permute_test::permuted({5, 129, 70}, {2, 1, 0}),
+                        permute_test::permuted({3, 70, 129}, {0, 2, 1}), permute_test::permuted({7, 2, 300}, {1, 0, 2}),
                         permute_test::permuted({2, 2, 2, 2, 2, 2, 2, 2}, {7, 0, 6, 1, 5, 2, 4, 3})}) {
     check<float>(c, "tropical_permute_i32", rng);
     check<double>(c, "tropical_permute_i64", rng, 2);
@@ -77,14 +78,21 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_FALSE(l.tiled);
   EXPECT_EQ(l.copy.rank, 1);
   EXPECT_EQ(l.copy.size[0], 120);
-  // (a, b, c) -> (c, a, b): a and b stay adjacent and merge; a 2-D transpose of 20 x 6, tiled.
-  l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {2, 0, 1}).copy);
+  // (a, b, c) -> (c, a, b): a and b stay adjacent and merge; a 2-D transpose of 20 x 60, tiled.
+  l = detail::permute_launch(permute_test::permuted({4, 5, 60}, {2, 0, 1}).copy);
   EXPECT_TRUE(l.tiled);
   EXPECT_EQ(l.copy.rank, 2);
-  EXPECT_EQ(l.copy.size[0], 6);  // the source's fastest
+  EXPECT_EQ(l.copy.size[0], 60);  // the source's fastest
   EXPECT_EQ(l.copy.src_stride[0], 1);
   EXPECT_EQ(l.copy.size[1], 20);  // the destination's fastest
   EXPECT_EQ(l.copy.dst_stride[1], 1);
+  // The same with an axis shorter than kMinTiledAxis: plain along the destination's fastest, the source's next.
+  l = detail::permute_launch(permute_test::permuted({4, 2, 60}, {2, 0, 1}).copy);
+  EXPECT_FALSE(l.tiled);
+  EXPECT_EQ(l.copy.size[0], 8);
+  EXPECT_EQ(l.copy.dst_stride[0], 1);
+  EXPECT_EQ(l.copy.size[1], 60);
+  EXPECT_EQ(l.copy.src_stride[1], 1);
   // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c.
   l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {1, 0, 2}).copy);
   EXPECT_FALSE(l.tiled);
