@@ -21,7 +21,7 @@ using StridedCopy = catalog::StridedCopy;
 static_assert(sizeof(StridedCopy::size) == kMaxPermuteRank * sizeof(std::int64_t), "one rank limit");
 
 /// Runs the copy on `stream` of the current context's device for elements of `element_bytes` (1, 2, 4 or 8); throws
-/// tropical::InvalidArgument on a bad rank/size/stride; dst must not overlap src.
+/// tropical::InvalidArgument on a bad rank/size/stride; dst must not overlap src (not checked).
 void permute(std::size_t element_bytes, const void* src, void* dst, const StridedCopy& copy, CUstream stream);
 
 /// What permute() launches for a copy: the same copy with size-1 axes dropped, axes contiguous on both sides merged,
