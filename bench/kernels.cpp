@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/permute.hpp"
 #include "guard.hpp"
 #include "tropical/jit/driver.hpp"
 #include "tropical/jit/nvrtc.hpp"
@@ -492,6 +493,33 @@ void run_bandwidth(benchmark::State& state) {
   state.counters["GB/s"] = bandwidth() / 1e9;
 }
 
+/// The library's permute (src/permute.hpp) of a row-major f32 tensor of `sizes` into the axis order `perm`; GB/s
+/// counts the bytes read and written (the einsum's intermediates: 2^26 elements).
+void run_permute(benchmark::State& state, std::vector<std::int64_t> sizes, std::vector<int> perm) {
+  if (!need_gpu(state)) return;
+  detail::StridedCopy copy{};
+  copy.rank = static_cast<int>(sizes.size());
+  std::int64_t elements = 1;
+  for (int a = copy.rank - 1; a >= 0; --a) {
+    copy.size[a] = sizes[static_cast<std::size_t>(a)];
+    copy.src_stride[a] = elements;
+    elements *= copy.size[a];
+  }
+  std::int64_t stride = 1;
+  for (int q = copy.rank - 1; q >= 0; --q) {
+    const int a = perm[static_cast<std::size_t>(q)];
+    copy.dst_stride[a] = stride;
+    stride *= copy.size[a];
+  }
+  DeviceMemory in(static_cast<std::size_t>(elements) * 4), out(static_cast<std::size_t>(elements) * 4);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { detail::permute(4, in.as<float>(), out.as<float>(), copy, nullptr); }, 5);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["GB/s"] = 2.0 * 4.0 * static_cast<double>(elements) / (ms * 1e-3) / 1e9;
+}
+
 /// C = A (x) B with beta = the zero (C not read) and beta = the one (C = C (+) A (x) B), side by side.
 template <class S, class T>
 void run_beta(benchmark::State& state, std::int64_t n, bool accumulate) {
@@ -701,6 +729,14 @@ void register_all() {
   add_row("counting/gemm/f32/8192/tied", [](benchmark::State& s) { run_counting<float>(s, 8192, true); });
   add_row("counting/gemm/f64/4096", [](benchmark::State& s) { run_counting<double>(s, 4096, false); });
   register_network_rows();
+  // The einsum's permutes, 2^26 f32 elements: a transpose, a rotation of three axes (tiled), a swap of two
+  // outer axes under a contiguous inner one (plain) and a shuffle of eight axes, against ceiling/memory_copy.
+  add_row("permute/f32/8192x8192/10", [](benchmark::State& s) { run_permute(s, {8192, 8192}, {1, 0}); });
+  add_row("permute/f32/256x512x512/201", [](benchmark::State& s) { run_permute(s, {256, 512, 512}, {2, 0, 1}); });
+  add_row("permute/f32/512x512x256/102", [](benchmark::State& s) { run_permute(s, {512, 512, 256}, {1, 0, 2}); });
+  add_row("permute/f32/rank8/63072514", [](benchmark::State& s) {
+    run_permute(s, {8, 4, 8, 16, 4, 8, 32, 16}, {6, 3, 0, 7, 2, 5, 1, 4});
+  });
 }
 
 }  // namespace

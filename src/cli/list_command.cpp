@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache_entries.hpp"
@@ -108,9 +109,11 @@ int cmd_list(int argc, char** argv) {
     const std::string_view here = state(entries, id, arch);
     const bool hit = here == "cached";
     cached += hit;
+    // A device op without a semiring (the einsum's permute) shows "-" in that column.
+    const std::string_view semiring = k.semiring.empty() ? std::string_view("-") : k.semiring;
     text += format("%3u  %-*.*s %-19.*s %-8.*s %-4.*s %.*s\n", id, width, static_cast<int>(k.name.size()),
                    k.name.data(), static_cast<int>(op_name(k.op).size()), op_name(k.op).data(),
-                   static_cast<int>(k.semiring.size()), k.semiring.data(), static_cast<int>(k.type.size()),
+                   static_cast<int>(semiring.size()), semiring.data(), static_cast<int>(k.type.size()),
                    k.type.data(), static_cast<int>(here.size()), here.data());
     std::string mine;
     for (const auto& e : entries) {
