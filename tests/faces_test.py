@@ -56,6 +56,16 @@ def header_functions(text):
     return found
 
 
+def generated_functions(text):
+    """[(doc lines, requires, name, [parameter, ...], body)] of every function template of a generated face."""
+    found = []
+    pattern = r"((?:^///.*\n)+)template <[^>]*>\n(?:  requires (.*)\n)?void (\w+)\(([^)]*)\) \{\n((?:  .*\n)*)\}"
+    for doc, requires, name, params, body in re.findall(pattern, text, re.M):
+        lines = [line[4:] if line.startswith("/// ") else line[3:] for line in doc.rstrip("\n").split("\n")]
+        found.append((lines, requires, name, [" ".join(p.split()) for p in params.split(",")], body))
+    return found
+
+
 class FacesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -63,9 +73,11 @@ class FacesTest(unittest.TestCase):
         cls.out = os.path.join(cls.tmp.name, "out")
         cls.frag = os.path.join(cls.tmp.name, "frag")
         cls.abi_py = os.path.join(cls.tmp.name, "_abi.py")
+        cls.faces, cls.c_api = os.path.join(cls.tmp.name, "faces"), os.path.join(cls.tmp.name, "c_api_products.cpp")
         subprocess.run([sys.executable, os.path.join(ROOT, "codegen", "generate.py"), "--templates",
                         os.path.join(ROOT, "templates"), "--outdir", cls.out, "--fragments", cls.frag,
-                        "--python-abi", cls.abi_py], check=True, stdout=subprocess.DEVNULL)
+                        "--python-abi", cls.abi_py, "--faces", cls.faces, "--c-api", cls.c_api], check=True,
+                       stdout=subprocess.DEVNULL)
         with open(HEADER, encoding="utf-8") as f:
             cls.header = f.read()
 
@@ -119,36 +131,9 @@ class FacesTest(unittest.TestCase):
             self.assertEqual(g.read(), f.read(), "python/tropical/_abi.py is stale: regenerate it (its first lines "
                                                  "say how)")
 
-
-def generated_functions(text):
-    """[(doc lines, requires, name, [parameter, ...], body)] of every function template of a generated face."""
-    found = []
-    pattern = r"((?:^///.*\n)+)template <[^>]*>\n(?:  requires (.*)\n)?void (\w+)\(([^)]*)\) \{\n((?:  .*\n)*)\}"
-    for doc, requires, name, params, body in re.findall(pattern, text, re.M):
-        lines = [line[4:] if line.startswith("/// ") else line[3:] for line in doc.rstrip("\n").split("\n")]
-        found.append((lines, requires, name, [" ".join(p.split()) for p in params.split(",")], body))
-    return found
-
-
-class PublicFacesTest(unittest.TestCase):
-    """The C++ faces and the C ABI's products that generate.py writes from codegen/operations.py's table."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.c_api = os.path.join(cls.tmp.name, "c_api_products.cpp")
-        subprocess.run([sys.executable, os.path.join(ROOT, "codegen", "generate.py"), "--templates",
-                        os.path.join(ROOT, "templates"), "--faces", cls.tmp.name, "--c-api", cls.c_api], check=True)
-        with open(HEADER, encoding="utf-8") as f:
-            cls.header = f.read()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
     def test_each_face_has_the_table_s_functions_with_their_parameters_constraints_and_docs(self):
         for face, fc in operations.FACES.items():
-            with open(os.path.join(self.tmp.name, face + "_face.hpp"), encoding="utf-8") as f:
+            with open(os.path.join(self.faces, face + "_face.hpp"), encoding="utf-8") as f:
                 got = generated_functions(f.read())
             want = [f for f in operations.FUNCTIONS if not (f.dense and face == "reference")]
             self.assertEqual([g[2] for g in got], [f.name for f in want], face)
