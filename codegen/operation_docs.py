@@ -54,8 +54,10 @@ for MaxMul only. Deterministic: terms in increasing i from 0, as the reference."
 p - 1 (stride_a or stride_b may be 0; stride_c must keep the products apart).""",
         "gemm_batched_scaled": "C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.",
         "gemm_batched_argmax": "gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.",
-        "backward_a_batched": "backward_a of every product of a batch (dA[p] from dC[p], argmax[p], B[p]); overwrites every dA[p].",
-        "backward_b_batched": "backward_b of every product of a batch (dB[p] from dC[p], argmax[p], A[p]); overwrites every dB[p].",
+        "backward_a_batched": ("backward_a of every product of a batch (dA[p] from dC[p], argmax[p], B[p]); "
+                               "overwrites every dA[p]."),
+        "backward_b_batched": ("backward_b of every product of a batch (dB[p] from dC[p], argmax[p], A[p]); "
+                               "overwrites every dB[p]."),
     },
     "reference": {
         "gemm": "C (m x n) = op(A) (x) op(B); C is not read.",

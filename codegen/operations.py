@@ -24,24 +24,20 @@ class Matrix:
     output: bool = False
 
 
-def _matrix(field, data, ld, stride, rows, cols, trans="", element="T", output=False):
-    return Matrix(field, data, ld, stride, rows, cols, trans, element, output)
-
-
-A = _matrix("a", "a", "lda", "stride_a", "m", "k", "ta")
-B = _matrix("b", "b", "ldb", "stride_b", "k", "n", "tb")
-C = _matrix("c", "c", "ldc", "stride_c", "m", "n", output=True)
-ARGMAX = _matrix("argmax", "argmax", "ldargmax", "stride_argmax", "m", "n", element="std::int32_t", output=True)
-GRAD_C = _matrix("grad_c", "grad_c", "ldgc", "stride_gc", "m", "n")
-ARGMAX_IN = _matrix("argmax", "argmax", "ldargmax", "stride_argmax", "m", "n", element="std::int32_t")
+A = Matrix("a", "a", "lda", "stride_a", "m", "k", "ta")
+B = Matrix("b", "b", "ldb", "stride_b", "k", "n", "tb")
+C = Matrix("c", "c", "ldc", "stride_c", "m", "n", output=True)
+ARGMAX = Matrix("argmax", "argmax", "ldargmax", "stride_argmax", "m", "n", element="std::int32_t", output=True)
+GRAD_C = Matrix("grad_c", "grad_c", "ldgc", "stride_gc", "m", "n")
+ARGMAX_IN = Matrix("argmax", "argmax", "ldargmax", "stride_argmax", "m", "n", element="std::int32_t")
 # A gradient's other operand (read for MaxMul only) and the gradient, laid out like the operand it belongs to.
-OPERAND = {"a": _matrix("operand", "a", "lda", "stride_a", "m", "k", "ta"),
-           "b": _matrix("operand", "b", "ldb", "stride_b", "k", "n", "tb")}
-GRAD = {"a": _matrix("grad", "grad_a", "ldga", "stride_ga", "m", "k", "ta", output=True),
-        "b": _matrix("grad", "grad_b", "ldgb", "stride_gb", "k", "n", "tb", output=True)}
+OPERAND = {"a": Matrix("operand", "a", "lda", "stride_a", "m", "k", "ta"),
+           "b": Matrix("operand", "b", "ldb", "stride_b", "k", "n", "tb")}
+GRAD = {"a": Matrix("grad", "grad_a", "ldga", "stride_ga", "m", "k", "ta", output=True),
+        "b": Matrix("grad", "grad_b", "ldgb", "stride_gb", "k", "n", "tb", output=True)}
 # The dense gemm's operands: untransposed, leading dimensions from the shape (locals of its body).
-DENSE = (_matrix("a", "a", "lda", "", "m", "k"), _matrix("b", "b", "ldbc", "", "k", "n"),
-         _matrix("c", "c", "ldbc", "", "m", "n", output=True))
+DENSE = (Matrix("a", "a", "lda", "", "m", "k"), Matrix("b", "b", "ldbc", "", "k", "n"),
+         Matrix("c", "c", "ldbc", "", "m", "n", output=True))
 DENSE_LOCALS = "const std::int64_t lda = k > 1 ? k : 1, ldbc = n > 1 ? n : 1;"
 
 
@@ -92,7 +88,8 @@ FUNCTIONS = (
 @dataclass(frozen=True)
 class Face:
     """A C++ face: its namespace, template head, the constraints of products and gradients ("" for none), the
-    trailing parameter, and how a body hands the problem on ({launch} and {op}: the GPU's launcher and op)."""
+    trailing parameter, and how a body hands the problem on: {problem} the braced Product or Gradient, {run}
+    "product" or "gradient", {launch} and {op} the GPU's launcher (GPU_LAUNCHER) and the op's enumerator."""
     namespace: str
     header: str
     template: str
