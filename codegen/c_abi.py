@@ -3,6 +3,8 @@ and the prototype of every function. generate.py writes the Python package's _ab
 prototypes) from them and from spec.py (the semiring, dtype and op values, spec.C_VALUE);
 tests/faces_test.py checks that tropical.h declares the same."""
 
+import operations
+
 ABI_VERSION = 1
 
 # The other enums, each enumerator TROPICAL_<name> with its index as value (the ABI: append only).
@@ -12,36 +14,14 @@ TRANS = ("NO_TRANS", "TRANS")
 # tropical_bits_output, with the Python package's name of each form.
 BITS_OUTPUT = (("BITS_PACKED", "bits"), ("BITS_BYTES", "bytes"), ("BITS_COUNTS", "counts"))
 
-_PRODUCT = ("tropical_semiring semiring, tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, "
-            "int64_t n, int64_t k, ")
 _COUNTING = "tropical_dtype dtype, tropical_trans ta, tropical_trans tb, int64_t m, int64_t n, int64_t k, "
 _BITS = "tropical_bits_output output, int64_t m, int64_t n, int64_t k, "
 
 # The calls that exist twice: tropical_<name> on device memory (a trailing `void* stream`) and
-# tropical_cpu_<name> on host memory; each returns a tropical_status. Name: parameters, as tropical.h spells them.
+# tropical_cpu_<name> on host memory; each returns a tropical_status. Name: parameters, as tropical.h spells them
+# (the products of the C++ faces from operations.py's table, which also generates their definitions).
 PRODUCTS = {
-    "gemm": _PRODUCT + "const void* alpha, const void* a, int64_t lda, const void* b, int64_t ldb, "
-                       "const void* beta, void* c, int64_t ldc",
-    "gemm_argmax": _PRODUCT + "const void* a, int64_t lda, const void* b, int64_t ldb, void* c, int64_t ldc, "
-                              "int32_t* argmax, int64_t ldargmax",
-    "backward_a": _PRODUCT + "const void* grad_c, int64_t ldgc, const int32_t* argmax, int64_t ldargmax, "
-                             "const void* b, int64_t ldb, void* grad_a, int64_t ldga",
-    "backward_b": _PRODUCT + "const void* grad_c, int64_t ldgc, const int32_t* argmax, int64_t ldargmax, "
-                             "const void* a, int64_t lda, void* grad_b, int64_t ldgb",
-    "gemm_batched": _PRODUCT + "const void* alpha, const void* a, int64_t lda, int64_t stride_a, const void* b, "
-                               "int64_t ldb, int64_t stride_b, const void* beta, void* c, int64_t ldc, "
-                               "int64_t stride_c, int64_t batch",
-    "gemm_batched_argmax": _PRODUCT + "const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, "
-                                      "int64_t stride_b, void* c, int64_t ldc, int64_t stride_c, int32_t* argmax, "
-                                      "int64_t ldargmax, int64_t stride_argmax, int64_t batch",
-    "backward_a_batched": _PRODUCT + "const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, "
-                                     "int64_t ldargmax, int64_t stride_argmax, const void* b, int64_t ldb, "
-                                     "int64_t stride_b, void* grad_a, int64_t ldga, int64_t stride_ga, "
-                                     "int64_t batch",
-    "backward_b_batched": _PRODUCT + "const void* grad_c, int64_t ldgc, int64_t stride_gc, const int32_t* argmax, "
-                                     "int64_t ldargmax, int64_t stride_argmax, const void* a, int64_t lda, "
-                                     "int64_t stride_a, void* grad_b, int64_t ldgb, int64_t stride_gb, "
-                                     "int64_t batch",
+    **operations.c_abi_products(),
     "counting_gemm": _COUNTING + "const void* a_values, int64_t lda_values, const void* a_counts, "
                                  "int64_t lda_counts, const void* b_values, int64_t ldb_values, "
                                  "const void* b_counts, int64_t ldb_counts, void* c_values, int64_t ldc_values, "

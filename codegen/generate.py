@@ -8,6 +8,8 @@ Writes, into --outdir:
   kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
   c_abi_enums.hpp      the C ABI's enums checked against the spec, and their dispatch to C++ types
 With --python-abi FILE it also writes the Python package's _abi.py (C enums, ctypes prototypes) there.
+With --faces DIR it writes the C++ faces' BLAS-style functions (operations.py) there: gpu_face.hpp,
+cpu_face.hpp, reference_face.hpp; with --c-api FILE the C ABI's products (c_api_products.cpp).
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
@@ -23,6 +25,7 @@ import jinja2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faces  # noqa: E402
+import operations  # noqa: E402
 import spec  # noqa: E402
 
 ADD_ENUM = {"max": "kMax", "min": "kMin", "or": "kOr"}
@@ -258,10 +261,23 @@ def environment(templates):
     )
 
 
+def write_faces(env, faces_dir, c_api_path):
+    """Writes the C++ faces' functions into faces_dir and the C ABI's products to c_api_path (either may be None)."""
+    if faces_dir:
+        os.makedirs(faces_dir, exist_ok=True)
+        for face in operations.FACES:
+            text = env.get_template("face.hpp.j2").render(**operations.face_context(face))
+            write_if_changed(os.path.join(faces_dir, face + "_face.hpp"), text)
+    if c_api_path:
+        write_if_changed(c_api_path, env.get_template("c_api_products.cpp.j2").render(**operations.c_api_context()))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
-    parser.add_argument("--outdir", required=True, help="folder for the generated headers")
+    parser.add_argument("--outdir", help="folder for the generated catalog headers")
+    parser.add_argument("--faces", help="folder for the C++ faces' generated functions")
+    parser.add_argument("--c-api", help="path of the C ABI's generated products")
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
     parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
@@ -269,6 +285,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     env = environment(args.templates)
+    write_faces(env, args.faces, args.c_api)
+    if args.outdir is None:
+        if args.depfile:
+            first = os.path.join(args.faces, "gpu_face.hpp") if args.faces else args.c_api
+            write_depfile(args.depfile, first, env)
+        return 0
     kernels = build_kernels(env)
     context = header_context(kernels)
 

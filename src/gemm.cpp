@@ -9,7 +9,13 @@
 #include "tropical/jit/driver.hpp"
 
 namespace tropical::detail {
-void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
+namespace {
+
+/// Checks p and launches `id` with the arguments make_args() fills (a struct of tropical/kernel_args.hpp); a
+/// product whose m x n fits a small tile of the batched op runs there as a batch of one instead.
+template <class MakeArgs>
+void launch_single(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream,
+                   MakeArgs make_args) {
   // A small product is a batch of one on a small tile: the batched launcher checks and launches it.
   if (const catalog::KernelId small = catalog::pick_product(id, p.m(), p.n()); small != id) {
     launch_gemm_batched(small, p, elem_size, stream);
@@ -20,33 +26,33 @@ void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_
   check_grid(id, Extent{p.m(), p.n(), p.k()});
   check_operands(p, elem_size);
   const int device = device_of(spans(p, elem_size), stream);
+  auto args = make_args();
+  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
+}
+
+}  // namespace
+
+void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
   const Scaling scaling = kernel_scaling(p.scaling);
   // alpha and beta are read only when flags say so; an unused one still needs
   // a value of the element's size for the kernel's parameter list.
   const std::uint64_t unused = 0;
-  catalog::GemmArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .m = p.m(), .n = p.n(), .kk = p.k(),
-                         .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld, .trans_a = trans_flag(p.a.trans),
-                         .trans_b = trans_flag(p.b.trans),
-                         .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
-                         .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
-  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
+  launch_single(id, p, elem_size, stream, [&] {
+    return catalog::GemmArgs{.a = p.a.data, .b = p.b.data, .c = p.c.data, .m = p.m(), .n = p.n(), .kk = p.k(),
+                             .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld, .trans_a = trans_flag(p.a.trans),
+                             .trans_b = trans_flag(p.b.trans),
+                             .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
+                             .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
+  });
 }
 
 void launch_gemm_argmax(catalog::KernelId id, const Product<void>& p, std::size_t elem_size, CUstream stream) {
-  if (const catalog::KernelId small = catalog::pick_product(id, p.m(), p.n()); small != id) {
-    launch_gemm_batched(small, p, elem_size, stream);
-    return;
-  }
-  // check() in its two halves, the grid the device can launch between them.
-  if (!check_shapes(p, elem_size)) return;
-  check_grid(id, Extent{p.m(), p.n(), p.k()});
-  check_operands(p, elem_size);
-  const int device = device_of(spans(p, elem_size), stream);
-  catalog::GemmArgmaxArgs args{.a = p.a.data, .b = p.b.data, .c = p.c.data, .argmax = p.argmax->data, .m = p.m(),
-                               .n = p.n(), .kk = p.k(), .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld,
-                               .ldargmax = p.argmax->ld, .trans_a = trans_flag(p.a.trans),
-                               .trans_b = trans_flag(p.b.trans)};
-  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
+  launch_single(id, p, elem_size, stream, [&] {
+    return catalog::GemmArgmaxArgs{.a = p.a.data, .b = p.b.data, .c = p.c.data, .argmax = p.argmax->data,
+                                   .m = p.m(), .n = p.n(), .kk = p.k(), .lda = p.a.ld, .ldb = p.b.ld,
+                                   .ldc = p.c.ld, .ldargmax = p.argmax->ld, .trans_a = trans_flag(p.a.trans),
+                                   .trans_b = trans_flag(p.b.trans)};
+  });
 }
 
 void launch_backward(catalog::KernelId id, const Gradient<void>& g, std::size_t elem_size, CUstream stream) {

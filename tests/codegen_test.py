@@ -93,7 +93,9 @@ class CodegenTest(unittest.TestCase):
         depfile = os.path.join(self.tmp.name, "catalog.d")
         subprocess.run([sys.executable, os.path.join(CODEGEN_DIR, "generate.py"), "--templates", TEMPLATES_DIR,
                         "--outdir", os.path.join(self.tmp.name, "deps"), "--depfile", depfile,
-                        "--python-abi", os.path.join(self.tmp.name, "deps", "_abi.py")], check=True)
+                        "--python-abi", os.path.join(self.tmp.name, "deps", "_abi.py"),
+                        "--faces", os.path.join(self.tmp.name, "faces"),
+                        "--c-api", os.path.join(self.tmp.name, "c_api_products.cpp")], check=True)
         with open(depfile, encoding="utf-8") as f:
             target, _, deps = f.read().partition(": ")
         self.assertEqual(target, os.path.join(self.tmp.name, "deps", "catalog.hpp"))
@@ -102,7 +104,8 @@ class CodegenTest(unittest.TestCase):
             if name.endswith(".j2"):
                 self.assertIn(os.path.realpath(os.path.join(TEMPLATES_DIR, name)), deps, name)
         self.assertIn(os.path.realpath(os.path.join(CODEGEN_DIR, "spec.py")), deps)
-        for build_file in ("include/tropical/meson.build", "src/meson.build", "tests/emulation/meson.build"):
+        for build_file in ("include/tropical/meson.build", "include/tropical/detail/meson.build", "src/meson.build",
+                           "tests/emulation/meson.build"):
             with open(os.path.join(CODEGEN_DIR, "..", build_file), encoding="utf-8") as f:
                 self.assertIn("'@DEPFILE@'", f.read(), build_file)
 

@@ -2,7 +2,9 @@
 """The faces generated from the catalog's spec agree with it and with what is checked in: every kernel declares
 spec.KERNEL_PARAMS' list (both tiers), the argument structs of tropical/kernel_args.hpp list the same members in
 the same order, include/tropical/tropical.h declares the enums of spec.C_VALUE and codegen/c_abi.py and the
-functions of codegen/c_abi.py, and python/tropical/_abi.py is what the generator writes now.
+functions of codegen/c_abi.py, and python/tropical/_abi.py is what the generator writes now; the C++ faces'
+functions and the C ABI's products generated from codegen/operations.py have the table's parameters, constraints
+and docs.
 
 usage: faces_test.py SOURCE_ROOT
 """
@@ -17,6 +19,8 @@ import unittest
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(ROOT, "codegen"))
 import c_abi  # noqa: E402
+import operation_docs  # noqa: E402
+import operations  # noqa: E402
 import spec  # noqa: E402
 
 HEADER = os.path.join(ROOT, "include", "tropical", "tropical.h")
@@ -52,6 +56,16 @@ def header_functions(text):
     return found
 
 
+def generated_functions(text):
+    """[(doc lines, requires, name, [parameter, ...], body)] of every function template of a generated face."""
+    found = []
+    pattern = r"((?:^///.*\n)+)template <[^>]*>\n(?:  requires (.*)\n)?void (\w+)\(([^)]*)\) \{\n((?:  .*\n)*)\}"
+    for doc, requires, name, params, body in re.findall(pattern, text, re.M):
+        lines = [line[4:] if line.startswith("/// ") else line[3:] for line in doc.rstrip("\n").split("\n")]
+        found.append((lines, requires, name, [" ".join(p.split()) for p in params.split(",")], body))
+    return found
+
+
 class FacesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -59,9 +73,11 @@ class FacesTest(unittest.TestCase):
         cls.out = os.path.join(cls.tmp.name, "out")
         cls.frag = os.path.join(cls.tmp.name, "frag")
         cls.abi_py = os.path.join(cls.tmp.name, "_abi.py")
+        cls.faces, cls.c_api = os.path.join(cls.tmp.name, "faces"), os.path.join(cls.tmp.name, "c_api_products.cpp")
         subprocess.run([sys.executable, os.path.join(ROOT, "codegen", "generate.py"), "--templates",
                         os.path.join(ROOT, "templates"), "--outdir", cls.out, "--fragments", cls.frag,
-                        "--python-abi", cls.abi_py], check=True, stdout=subprocess.DEVNULL)
+                        "--python-abi", cls.abi_py, "--faces", cls.faces, "--c-api", cls.c_api], check=True,
+                       stdout=subprocess.DEVNULL)
         with open(HEADER, encoding="utf-8") as f:
             cls.header = f.read()
 
@@ -114,6 +130,34 @@ class FacesTest(unittest.TestCase):
         with open(self.abi_py, "rb") as f, open(ABI_PY, "rb") as g:
             self.assertEqual(g.read(), f.read(), "python/tropical/_abi.py is stale: regenerate it (its first lines "
                                                  "say how)")
+
+    def test_each_face_has_the_table_s_functions_with_their_parameters_constraints_and_docs(self):
+        for face, fc in operations.FACES.items():
+            with open(os.path.join(self.faces, face + "_face.hpp"), encoding="utf-8") as f:
+                got = generated_functions(f.read())
+            want = [f for f in operations.FUNCTIONS if not (f.dense and face == "reference")]
+            self.assertEqual([g[2] for g in got], [f.name for f in want], face)
+            for (doc, requires, name, params, body), f in zip(got, want):
+                where = f"{face} {f.key}"
+                tail = [fc.tail] if fc.tail else []
+                self.assertEqual(params, [f"{t} {n}" for t, n in operations.parameters(f)] + tail, where)
+                self.assertEqual(requires, fc.requires_gradient if f.wrt else fc.requires_product, where)
+                self.assertEqual(doc, operation_docs.DOCS[face][f.key].split("\n"), where)
+                # Every parameter reaches the problem (or the launch): none is dropped on the way.
+                for _, n in operations.parameters(f):
+                    self.assertRegex(body, r"\b" + n + r"\b", where)
+
+    def test_the_c_abi_products_define_what_tropical_h_declares(self):
+        with open(self.c_api, encoding="utf-8") as f:
+            text = f.read()
+        defined = {}
+        for name, params in re.findall(r"^tropical_status (tropical_\w+)\(([^)]*)\) \{", text, re.M):
+            defined[name] = [tuple(" ".join(p.split()).rsplit(" ", 1)) for p in params.split(",")]
+        declared = header_functions(self.header)
+        want = {f"tropical_{p}{f.name}" for f in operations.FUNCTIONS if f.c_abi for p in ("", "cpu_")}
+        self.assertEqual(set(defined), want)
+        for name, params in defined.items():
+            self.assertEqual(declared[name], ("tropical_status", params), name)
 
 
 if __name__ == "__main__":

@@ -157,111 +157,6 @@ template <class S, class T>
   requires SupportedPair<S, T> && Differentiable<S>
 void gradient(const Gradient<T>& g);
 
-/// C (m x n) = op(A) (x) op(B); C is not read.
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}});
-}
-
-/// C (m x n) = alpha (x) (op(A) (x) op(B)) (+) beta (x) C (see above for the identities).
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, {}, scaling<S, T>(alpha, beta)});
-}
-
-/// C = op(A) (x) op(B) and the winning k of every element (see above).
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                 std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc,
-                 std::int32_t* argmax, std::int64_t ldargmax) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, Operand<std::int32_t>{argmax, m, n, ldargmax}});
-}
-
-/// dA (laid out like A) from dC (m x n) and the argmax; b is read for MaxMul only.
-template <class S, class T>
-  requires SupportedPair<S, T> && Differentiable<S>
-void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                std::int64_t ldargmax, const T* b, std::int64_t ldb, T* grad_a, std::int64_t ldga) {
-  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {b, k, n, ldb, tb},
-                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta}});
-}
-
-/// dB (laid out like B) from dC (m x n) and the argmax; a is read for MaxMul only.
-template <class S, class T>
-  requires SupportedPair<S, T> && Differentiable<S>
-void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                const T* grad_c, std::int64_t ldgc, const std::int32_t* argmax,
-                std::int64_t ldargmax, const T* a, std::int64_t lda, T* grad_b, std::int64_t ldgb) {
-  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {a, m, k, lda, ta},
-                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb}});
-}
-
-/// C[p] = op(A[p]) (x) op(B[p]) for p < batch, operand p at base + p * stride.
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
-                  std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
-                  std::int64_t batch) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
-                 {}, {}, batch});
-}
-
-/// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-                  const T* a, std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
-                  std::int64_t stride_b, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
-                  std::int64_t batch) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
-                 {}, scaling<S, T>(alpha, beta), batch});
-}
-
-/// gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.
-template <class S, class T>
-  requires SupportedPair<S, T>
-void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
-                         std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
-                         std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                         std::int64_t batch) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
-                 Operand<std::int32_t>{argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {}, batch});
-}
-
-/// backward_a of every product of a batch.
-template <class S, class T>
-  requires SupportedPair<S, T> && Differentiable<S>
-void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
-                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                        const T* b, std::int64_t ldb, std::int64_t stride_b, T* grad_a, std::int64_t ldga,
-                        std::int64_t stride_ga, std::int64_t batch) {
-  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
-                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {b, k, n, ldb, tb, stride_b},
-                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta, stride_ga}, batch});
-}
-
-/// backward_b of every product of a batch.
-template <class S, class T>
-  requires SupportedPair<S, T> && Differentiable<S>
-void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                        const T* grad_c, std::int64_t ldgc, std::int64_t stride_gc,
-                        const std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                        const T* a, std::int64_t lda, std::int64_t stride_a, T* grad_b, std::int64_t ldgb,
-                        std::int64_t stride_gb, std::int64_t batch) {
-  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
-                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {a, m, k, lda, ta, stride_a},
-                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb, stride_gb}, batch});
-}
-
 /// C (m x n) = op(A) (x) op(B) over CountingTropical (values and counts
 /// overwritten; the strides are not read).
 template <CountingElement T>
@@ -276,3 +171,6 @@ void gemm_batched_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, s
                            const CountingMatrix<T>& c, std::int64_t batch);
 
 }  // namespace tropical::reference
+
+// gemm, gemm_argmax, backward_a, backward_b and their batched forms: generated from codegen/operations.py.
+#include "tropical/detail/reference_face.hpp"

@@ -13,61 +13,37 @@ namespace {
 constexpr std::int64_t kBlock = 64;
 int threads_for_work(int threads, double work) { return work < 65536.0 ? 1 : threads; }
 
-/// Element (row, col) of op(X), X row-major with leading dimension ld.
-template <class T>
-T& at(T* x, std::int64_t ld, Trans t, std::int64_t row, std::int64_t col) {
-  return t == Trans::kYes ? x[col * ld + row] : x[row * ld + col];
-}
-
+/// dA's rows (wrt A) or dB's columns (wrt B) of w, each block of them one task. The term of dC(i, j) goes to
+/// p = argmax(i, j): dA(i, p), times B(p, j) for MaxMul; or dB(p, j), times A(i, p). Rows of dC are walked
+/// in the outer loop, so each element's terms are added in increasing j (dA) or i (dB).
 template <Semiring S, Element T>
-void run_a(const Gradient<T>& w, int threads) {
+void run(const Gradient<T>& w, int threads) {
+  const bool wrt_a = w.wrt == Wrt::kA;
   const std::int64_t m = w.m(), n = w.n(), k = w.k();
-  const Trans ta = w.grad.trans, tb = w.operand.trans;
-  const std::int64_t blocks = (m + kBlock - 1) / kBlock;
-  const double work = static_cast<double>(m) * static_cast<double>(n + k) * static_cast<double>(w.batch);
+  const std::int64_t owners = wrt_a ? m : n, blocks = (owners + kBlock - 1) / kBlock;
+  const double work = static_cast<double>(owners) * static_cast<double>((wrt_a ? n : m) + k) *
+                      static_cast<double>(w.batch);
   parallel_for(w.batch * blocks, threads_for_work(threads, work), [&](std::int64_t task) {
-    const std::int64_t q = task / blocks, i0 = task % blocks * kBlock;
-    const std::int64_t i1 = i0 + kBlock < m ? i0 + kBlock : m;
-    const T* gc = w.grad_c.data + q * w.grad_c.stride;
-    const std::int32_t* x = w.argmax.data + q * w.argmax.stride;
-    const T* b = w.operand.data == nullptr ? nullptr : w.operand.data + q * w.operand.stride;
-    T* ga = w.grad.data + q * w.grad.stride;
+    const std::int64_t q = task / blocks, o0 = task % blocks * kBlock;
+    const std::int64_t o1 = o0 + kBlock < owners ? o0 + kBlock : owners;
+    // (i, p, j) -> the gradient's element, and the operand's (read for MaxMul only: null otherwise).
+    const auto grad = [&](std::int64_t i, std::int64_t p, std::int64_t j) -> T& {
+      return wrt_a ? w.grad.at(i, p, q) : w.grad.at(p, j, q);
+    };
+    const auto operand = [&](std::int64_t i, std::int64_t p, std::int64_t j) {
+      return wrt_a ? w.operand.at(p, j, q) : w.operand.at(i, p, q);
+    };
+    for (std::int64_t o = o0; o < o1; ++o) {  // o: row i of dA, or column j of dB
+      for (std::int64_t p = 0; p < k; ++p) grad(o, p, o) = T(0);
+    }
+    const std::int64_t i0 = wrt_a ? o0 : 0, i1 = wrt_a ? o1 : m, j0 = wrt_a ? 0 : o0, j1 = wrt_a ? n : o1;
     for (std::int64_t i = i0; i < i1; ++i) {
-      for (std::int64_t p = 0; p < k; ++p) at(ga, w.grad.ld, ta, i, p) = T(0);
-      for (std::int64_t j = 0; j < n; ++j) {
-        const std::int32_t p = x[i * w.argmax.ld + j];
-        if (p < 0 || p >= k) continue;
-        T g = gc[i * w.grad_c.ld + j];
-        if constexpr (S::kMul == MulKind::kMul) g *= at(b, w.operand.ld, tb, p, j);
-        at(ga, w.grad.ld, ta, i, p) += g;
-      }
-    }
-  });
-}
-
-template <Semiring S, Element T>
-void run_b(const Gradient<T>& w, int threads) {
-  const std::int64_t m = w.m(), n = w.n(), k = w.k();
-  const Trans ta = w.operand.trans, tb = w.grad.trans;
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  const double work = static_cast<double>(n) * static_cast<double>(m + k) * static_cast<double>(w.batch);
-  parallel_for(w.batch * blocks, threads_for_work(threads, work), [&](std::int64_t task) {
-    const std::int64_t q = task / blocks, j0 = task % blocks * kBlock;
-    const std::int64_t j1 = j0 + kBlock < n ? j0 + kBlock : n;
-    const T* gc = w.grad_c.data + q * w.grad_c.stride;
-    const std::int32_t* x = w.argmax.data + q * w.argmax.stride;
-    const T* a = w.operand.data == nullptr ? nullptr : w.operand.data + q * w.operand.stride;
-    T* gb = w.grad.data + q * w.grad.stride;
-    for (std::int64_t p = 0; p < k; ++p) {
-      for (std::int64_t j = j0; j < j1; ++j) at(gb, w.grad.ld, tb, p, j) = T(0);
-    }
-    for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t j = j0; j < j1; ++j) {
-        const std::int32_t p = x[i * w.argmax.ld + j];
+        const std::int32_t p = w.argmax.at(i, j, q);
         if (p < 0 || p >= k) continue;
-        T g = gc[i * w.grad_c.ld + j];
-        if constexpr (S::kMul == MulKind::kMul) g *= at(a, w.operand.ld, ta, i, p);
-        at(gb, w.grad.ld, tb, p, j) += g;
+        T g = w.grad_c.at(i, j, q);
+        if constexpr (S::kMul == MulKind::kMul) g *= operand(i, p, j);
+        grad(i, p, j) += g;
       }
     }
   });
@@ -83,11 +59,7 @@ void gradient(const Gradient<T>& g, int threads) {
   if (!check(g)) return;
   Gradient<T> w = g;
   if (!w.reads_operand) w.operand.data = nullptr;  // (+) semirings never read it
-  if (w.wrt == Wrt::kA) {
-    detail::run_a<S, T>(w, nt);
-  } else {
-    detail::run_b<S, T>(w, nt);
-  }
+  detail::run<S, T>(w, nt);
 }
 
 #define TROPICAL_CPU_GRADIENT(S, T) template void gradient<S, T>(const Gradient<T>&, int);

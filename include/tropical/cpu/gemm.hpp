@@ -75,94 +75,6 @@ template <Semiring S, Element T>
   requires HasBackward<S, T>
 void gradient(const Gradient<T>& g, int threads = 0);
 
-/// C (m x n, ldc) = op(A) (x) op(B); C is not read.
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
-          const T* b, std::int64_t ldb, T* c, std::int64_t ldc, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}}, threads);
-}
-
-/// C = alpha (x) (op(A) (x) op(B)) (+) beta (x) C (beta = the zero: C not read).
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
-          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, {}, reference::scaling<S, T>(alpha, beta)}, threads);
-}
-
-/// C = A (x) B for densely packed, untransposed A (m x k), B (k x n), C (m x n).
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c, int threads = 0) {
-  const std::int64_t lda = k > 1 ? k : 1, ldbc = n > 1 ? n : 1;
-  gemm<S, T>(Trans::kNo, Trans::kNo, m, n, k, a, lda, b, ldbc, c, ldbc, threads);
-}
-
-/// C = op(A) (x) op(B) and argmax (m x n, ldargmax): the winning k of each
-/// element, ties to the smallest k, -1 where no product beat the zero; k < 2^31.
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                 std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc, std::int32_t* argmax,
-                 std::int64_t ldargmax, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta}, {b, k, n, ldb, tb}, {c, m, n, ldc}, Operand<std::int32_t>{argmax, m, n, ldargmax}}, threads);
-}
-
-/// dA (laid out like A) from dC (m x n) and the argmax; overwrites dA; b is read
-/// for MaxMul only (may be null otherwise). Deterministic: each element sums its
-/// terms in increasing j from 0, as the reference.
-template <Semiring S, Element T>
-  requires HasBackward<S, T>
-void backward_a(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
-                std::int64_t ldgc, const std::int32_t* argmax, std::int64_t ldargmax, const T* b,
-                std::int64_t ldb, T* grad_a, std::int64_t ldga, int threads = 0) {
-  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {b, k, n, ldb, tb},
-                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta}}, threads);
-}
-
-/// dB (laid out like B) from dC (m x n) and the argmax; overwrites dB; a is read
-/// for MaxMul only. Deterministic: terms in increasing i from 0, as the reference.
-template <Semiring S, Element T>
-  requires HasBackward<S, T>
-void backward_b(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
-                std::int64_t ldgc, const std::int32_t* argmax, std::int64_t ldargmax, const T* a,
-                std::int64_t lda, T* grad_b, std::int64_t ldgb, int threads = 0) {
-  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc}, {argmax, m, n, ldargmax}, {a, m, k, lda, ta},
-                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb}}, threads);
-}
-
-/// C[p] = op(A[p]) (x) op(B[p]) for p < batch, operand p stride elements after
-/// p - 1 (stride_a or stride_b may be 0; stride_c must keep the products apart).
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
-                  T* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c}, {}, {}, batch}, threads);
-}
-
-/// C[p] = alpha (x) (op(A[p]) (x) op(B[p])) (+) beta (x) C[p] for p < batch.
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
-                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
-                  T beta, T* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c}, {}, reference::scaling<S, T>(alpha, beta), batch}, threads);
-}
-
-/// gemm_argmax of every product of a batch; argmax p at argmax + p * stride_argmax.
-template <Semiring S, Element T>
-  requires Supported<S, T>
-void gemm_batched_argmax(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb,
-                         std::int64_t stride_b, T* c, std::int64_t ldc, std::int64_t stride_c,
-                         std::int32_t* argmax, std::int64_t ldargmax, std::int64_t stride_argmax,
-                         std::int64_t batch, int threads = 0) {
-  product<S, T>({{a, m, k, lda, ta, stride_a}, {b, k, n, ldb, tb, stride_b}, {c, m, n, ldc, Trans::kNo, stride_c},
-                 Operand<std::int32_t>{argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {}, batch}, threads);
-}
-
 /// C (m x n) = op(A) (x) op(B) over CountingTropical (tropical/counting.hpp's
 /// conventions, reference::gemm_counting's results bit for bit); C's values and
 /// counts are overwritten. The reference's loops, on threads over blocks of rows.
@@ -177,30 +89,7 @@ void gemm_batched_counting(Trans ta, Trans tb, std::int64_t m, std::int64_t n, s
                            const CountingMatrix<const T>& a, const CountingMatrix<const T>& b,
                            const CountingMatrix<T>& c, std::int64_t batch, int threads = 0);
 
-/// backward_a of every product of a batch (dA[p] from dC[p], argmax[p], B[p]); overwrites every dA[p].
-template <Semiring S, Element T>
-  requires HasBackward<S, T>
-void backward_a_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
-                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
-                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* b, std::int64_t ldb,
-                        std::int64_t stride_b, T* grad_a, std::int64_t ldga, std::int64_t stride_ga,
-                        std::int64_t batch, int threads = 0) {
-  gradient<S, T>({Wrt::kA, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
-                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {b, k, n, ldb, tb, stride_b},
-                  S::kMul == MulKind::kMul, {grad_a, m, k, ldga, ta, stride_ga}, batch}, threads);
-}
-
-/// backward_b of every product of a batch (dB[p] from dC[p], argmax[p], A[p]); overwrites every dB[p].
-template <Semiring S, Element T>
-  requires HasBackward<S, T>
-void backward_b_batched(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* grad_c,
-                        std::int64_t ldgc, std::int64_t stride_gc, const std::int32_t* argmax,
-                        std::int64_t ldargmax, std::int64_t stride_argmax, const T* a, std::int64_t lda,
-                        std::int64_t stride_a, T* grad_b, std::int64_t ldgb, std::int64_t stride_gb,
-                        std::int64_t batch, int threads = 0) {
-  gradient<S, T>({Wrt::kB, {grad_c, m, n, ldgc, Trans::kNo, stride_gc},
-                  {argmax, m, n, ldargmax, Trans::kNo, stride_argmax}, {a, m, k, lda, ta, stride_a},
-                  S::kMul == MulKind::kMul, {grad_b, k, n, ldgb, tb, stride_gb}, batch}, threads);
-}
-
 }  // namespace tropical::cpu
+
+// gemm, gemm_argmax, backward_a, backward_b and their batched forms: generated from codegen/operations.py.
+#include "tropical/detail/cpu_face.hpp"
