@@ -7,7 +7,8 @@ Writes, into --outdir:
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
   kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
   c_abi_enums.hpp      the C ABI's enums checked against the spec, and their dispatch to C++ types
-With --python-abi FILE it also writes the Python package's _abi.py (C enums, ctypes prototypes) there.
+With --python-abi FILE it writes the Python package's generated module (C enums, ctypes prototypes; the package
+imports it as tropical._abi) to FILE; --outdir may then be left out.
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
 
 Deterministic: the same spec and templates give byte-identical files.
@@ -212,22 +213,25 @@ def environment(templates):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--templates", required=True, help="folder of the Jinja2 templates")
-    parser.add_argument("--outdir", required=True, help="folder for the generated headers")
+    parser.add_argument("--outdir", help="folder for the generated headers")
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
-    parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
+    parser.add_argument("--python-abi", help="write the Python package's tropical_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
     args = parser.parse_args(argv)
 
+    if args.outdir is None and args.python_abi is None and args.fragments is None and not args.list:
+        parser.error("nothing to do: give --outdir, --python-abi, --fragments or --list")
     env = environment(args.templates)
     kernels = build_kernels(env)
     context = header_context(kernels)
 
-    os.makedirs(args.outdir, exist_ok=True)
-    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
-        text = env.get_template(name + ".j2").render(**context)
-        write_if_changed(os.path.join(args.outdir, name), text)
-    text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
-    write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
+    if args.outdir is not None:
+        os.makedirs(args.outdir, exist_ok=True)
+        for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
+            text = env.get_template(name + ".j2").render(**context)
+            write_if_changed(os.path.join(args.outdir, name), text)
+        text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
+        write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
     if args.python_abi:
         write_if_changed(args.python_abi, env.get_template("abi.py.j2").render(**faces.abi_py_context()))
     if args.fragments:
