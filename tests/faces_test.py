@@ -3,7 +3,8 @@
 spec.KERNEL_PARAMS' list (both tiers), the argument structs of tropical/kernel_args.hpp list the same members in
 the same order, include/tropical/tropical.h declares the enums of spec.C_VALUE and codegen/c_abi.py and the
 functions of codegen/c_abi.py, the build's tropical_abi.py (the Python package's tropical._abi) is what the
-generator writes now, and no generated Python module is checked in beside the package's sources.
+generator writes now and defines every name the package takes from it, and no generated Python module is
+checked in beside the package's sources.
 
 usage: faces_test.py SOURCE_ROOT BUILT_TROPICAL_ABI_PY
 """
@@ -115,6 +116,18 @@ class FacesTest(unittest.TestCase):
     def test_the_python_abi_module_is_what_the_spec_generates(self):
         with open(self.abi_py, "rb") as f, open(BUILT_ABI_PY, "rb") as g:
             self.assertEqual(g.read(), f.read(), f"{BUILT_ABI_PY} differs from what the spec generates: rebuild")
+
+    def test_the_package_uses_only_names_the_python_abi_module_defines(self):
+        namespace = {}
+        with open(BUILT_ABI_PY, encoding="utf-8") as f:
+            exec(compile(f.read(), BUILT_ABI_PY, "exec"), namespace)
+        for name in sorted(os.listdir(PACKAGE)):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                used = set(re.findall(r"\b_abi\.([A-Za-z_]\w*)", f.read()))
+            self.assertEqual(sorted(used - set(namespace)), [], f"python/tropical/{name} uses names tropical._abi "
+                                                                "does not define")
 
     def test_the_python_abi_module_is_generated_only(self):
         for name in ("_abi.py", "tropical_abi.py"):
