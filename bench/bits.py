@@ -1,4 +1,4 @@
-"""Bit-packed AndOr on the GPU, side by side in one run (the issue's targets; results in bench/RESULTS.md):
+"""Bit-packed AndOr on the GPU, side by side in one run (the targets; results in bench/RESULTS.md):
 
   python3 bench/bits.py product [N]   N^3 (16384): packed-bit output and int32 witness counts through
                                       tropical.bits_matmul (the catalog's tuned tensor-core kernel), against the

@@ -153,7 +153,7 @@ void BM_numpy_broadcast(benchmark::State& state) {
   state.SetLabel("numpy broadcast (a[i:i+16,:,None] + b[None]).max(1)");
 }
 
-/// Prints, after the run, the ratios the targets are stated in.
+/// Prints, after the run, the ratios the targets are stated in.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 27's "done when": `tropical warm` of 3 kernels under a hostile Redis (and hostile key files) against no
+"""A hostile fleet: `tropical warm` of 3 kernels under a hostile Redis (and hostile key files) against no
 Redis at all: wall time and peak RSS (/usr/bin/time), and whether the images left in the cache are the ones a
 run without Redis leaves. CPU only; starts its own redis-server in a temporary directory.
 

@@ -3,7 +3,7 @@
 
 Usage: numpy_broadcast.py N [repeats]. Prints the best time in seconds of
 C = max_k (A[i, k] + B[k, j]) over N x N float32 operands, computed 16 rows of
-A at a time as (a[i:i+16, :, None] + b[None]).max(1) (the issue's formulation;
+A at a time as (a[i:i+16, :, None] + b[None]).max(1) (the usual formulation;
 whole-matrix broadcasting would need N^3 floats of memory).
 """
 import sys

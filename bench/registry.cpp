@@ -22,7 +22,7 @@
 #include "tropical/jit/registry.hpp"
 #include "tropical/storage/checksum.hpp"
 #include "tropical/storage/sha256.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 #include "tropical/kernel_args.hpp"
 
 namespace {
@@ -190,7 +190,7 @@ void BM_warm_first_use_from_disk(benchmark::State& state) {
   }
   for (auto _ : state) {
     // Timed: the call to CUfunction only, as in BM_warm_first_use_from_layer (construction is startup_bench's
-    // (c1) part; the destructor's module unload, timed here before 2026-11-23's third session, is no part of
+    // (c1) part; the destructor's module unload, timed here once, is no part of
     // it).
     state.PauseTiming();
     auto fresh = std::make_unique<jit::Registry>(catalog::kKernels, bench_cache());
@@ -247,7 +247,7 @@ void BM_warm_first_use_from_layer(benchmark::State& state) {
     benchmark::DoNotOptimize(fresh->function(id, 0));
     state.PauseTiming();
     if (fresh->stats()[id].compiles != 0) state.SkipWithError("compiled: the layer missed");
-    if (!fresh->tiers().finish_promotions() ||
+    if (!fresh->stores().finish_promotions() ||
         !fresh->disk().load(fresh->cache_key(id, jit::driver::device_arch(0))))
       state.SkipWithError("the hit was not copied into the primary");
     fresh.reset();
@@ -272,16 +272,16 @@ void BM_layer_hit_with_promotion(benchmark::State& state) {
   const storage::CacheKey key = fill.cache_key(kKernel, 90);
   for (auto _ : state) {
     state.PauseTiming();
-    auto tiers = std::make_unique<storage::Tiers>(fresh_over_layer());
+    auto stores = std::make_unique<storage::StoreChain>(fresh_over_layer());
     state.ResumeTiming();
     bool compiled = false;
-    benchmark::DoNotOptimize(tiers->get_or_compile(
+    benchmark::DoNotOptimize(stores->get_or_compile(
         key, [] { return storage::CompiledImage{}; }, &compiled));
-    if (written) tiers->finish_promotions();
+    if (written) stores->finish_promotions();
     state.PauseTiming();
     if (compiled) state.SkipWithError("compiled: the layer missed");
-    if (!tiers->finish_promotions() || !tiers->primary().load(key)) state.SkipWithError("not copied");
-    tiers.reset();
+    if (!stores->finish_promotions() || !stores->primary().load(key)) state.SkipWithError("not copied");
+    stores.reset();
     state.ResumeTiming();
   }
 }

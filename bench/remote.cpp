@@ -1,6 +1,6 @@
-// Fleet tier benchmarks (CPU only): signing and verifying one entry, and a remote hit
+// Fleet store benchmarks (CPU only): signing and verifying one entry, and a remote hit
 // (GETEX + transfer + signature check) from a real redis-server on this machine, over its
-// unix socket and over TCP loopback, and a node's warm first use through the tier walk (empty primary,
+// unix socket and over TCP loopback, and a node's warm first use through the walk over the stores (empty primary,
 // the entry in Redis), side by side with the copy into the primary made durable (fsync) and left out.
 // The server is started like the tests start it (tests/jit/storage/remote/redis_server.hpp): a temporary
 // directory, nothing persisted; $TROPICAL_TEST_REDIS_SERVER names the redis-server binary (default
@@ -19,8 +19,8 @@
 
 #include "redis_server.hpp"
 #include "tropical/storage/remote/remote_store.hpp"
-#include "tropical/storage/remote/remote_tier.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/remote/fleet_store.hpp"
+#include "tropical/storage/store_chain.hpp"
 
 namespace {
 
@@ -190,7 +190,7 @@ void fleet_first_use(benchmark::State& state, bool tcp, Copy copy) {
   options.format = tropical::storage::kCacheFormatVersion;
   options.signer = std::make_shared<const SigningKey>(key());
   options.trusted.add(key().public_key());
-  RemoteTier remote(options);
+  FleetStore remote(options);
   const tropical::storage::CacheKey cache_key{"tropical_gemm_maxplus_f32", std::string(64, 'a'), {"-arch=sm_90"}, 90,
                                           "bench"};
   tropical::storage::CompiledImage image;
@@ -211,11 +211,11 @@ void fleet_first_use(benchmark::State& state, bool tcp, Copy copy) {
     tropical::storage::CacheConfig config;
     config.dir = root / std::to_string(n++);
     SteeredPrimary primary(std::make_unique<tropical::storage::LocalStore>(config), copy);
-    std::array<tropical::storage::Store*, 2> tiers = {&primary, &remote};
+    std::array<tropical::storage::Store*, 2> stores = {&primary, &remote};
     state.ResumeTiming();
     bool compiled = false;
-    const auto got = tropical::storage::walk_tiers(tiers, tropical::storage::LogLevel::kOff, cache_key,
-                                               []() -> tropical::storage::CompiledImage { std::abort(); }, &compiled);
+    const auto got = tropical::storage::walk_stores(stores, tropical::storage::LogLevel::kOff, cache_key,
+                                                []() -> tropical::storage::CompiledImage { std::abort(); }, &compiled);
     if (compiled || got.cubin.size() != image.cubin.size()) state.SkipWithError("not a remote hit");
   }
   std::filesystem::remove_all(root);

@@ -8,7 +8,7 @@
 //   (c1) one 64^3 product in a fresh process, warm disk cache: first completed
 //        launch after context creation (median of 7 processes, with the spread),
 //        and its parts, each measured in its own fresh processes
-//   (d)  NVRTC 13's own compute cache, warm, for the same 5 kernels (no disk tier)
+//   (d)  NVRTC 13's own compute cache, warm, for the same 5 kernels (no disk store)
 //   (e)  8 processes cold on one key at once (exactly one compile expected)
 //   (f)  tiered first use: the first completed launch of one product (gemm
 //        maxplus f32, 1024^3), and when the tuned kernel takes over; (f0) the

@@ -1,5 +1,5 @@
 """The C ABI's facts beyond the catalog's enums (include/tropical/tropical.h): its version, its other enums
-and the prototype of every function. generate.py writes the Python package's _abi.py (enums and ctypes
+and the prototype of every function. generate.py writes the Python package's tropical._abi (enums and ctypes
 prototypes) from them and from spec.py (the semiring, dtype and op values, spec.C_VALUE);
 tests/faces_test.py checks that tropical.h declares the same."""
 

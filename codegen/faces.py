@@ -63,7 +63,7 @@ _CTYPES = {"int": "_int", "unsigned": "_uint", "int64_t": "_i64", "uint32_t": "_
 
 
 def ctype(c_type, name=""):
-    """The ctypes spelling (_abi.py's aliases) of a C ABI parameter or result type."""
+    """The ctypes spelling (tropical._abi's aliases) of a C ABI parameter or result type."""
     if c_type.startswith("tropical_"):
         return "_enum"
     if c_type.endswith("*") and c_type != "const char*":
@@ -92,7 +92,7 @@ def _mapping(name, pairs):
 
 
 def abi_py_context():
-    """The context of templates/abi.py.j2 (python/tropical/_abi.py)."""
+    """The context of templates/abi.py.j2 (the Python package's tropical._abi)."""
     def py(x):
         return spec.c_enumerator(x)[len("TROPICAL_"):]
     enums = [

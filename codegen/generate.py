@@ -7,7 +7,8 @@ Writes, into --outdir:
   catalog_tiers.hpp    the quick tier: fragments, launch shapes of both tiers, cost model
   kernel_args.hpp      the argument struct of each kernel parameter list, and each kernel's list
   c_abi_enums.hpp      the C ABI's enums checked against the spec, and their dispatch to C++ types
-With --python-abi FILE it also writes the Python package's _abi.py (C enums, ctypes prototypes) there.
+With --python-abi FILE it writes the Python package's generated module (C enums, ctypes prototypes; the package
+imports it as tropical._abi) to FILE; --outdir may then be left out.
 With --faces DIR it writes the C++ faces' BLAS-style functions (operations.py) there: gpu_face.hpp,
 cpu_face.hpp, reference_face.hpp; with --c-api FILE the C ABI's products (c_api_products.cpp).
 With --fragments DIR it also writes each fragment as DIR/<name>.cu, for reading.
@@ -279,27 +280,36 @@ def main(argv=None):
     parser.add_argument("--faces", help="folder for the C++ faces' generated functions")
     parser.add_argument("--c-api", help="path of the C ABI's generated products")
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
-    parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
+    parser.add_argument("--python-abi", help="write the Python package's tropical_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
     parser.add_argument("--depfile", help="also write a depfile of the templates and modules read, to this path")
     args = parser.parse_args(argv)
 
+    outputs = [args.outdir and os.path.join(args.outdir, "catalog.hpp"), args.faces and
+               os.path.join(args.faces, "gpu_face.hpp"), args.c_api, args.python_abi, args.fragments]
+    outputs = [o for o in outputs if o]
+    if not outputs and not args.list:
+        parser.error("nothing to do: give --outdir, --faces, --c-api, --python-abi, --fragments or --list")
     env = environment(args.templates)
     write_faces(env, args.faces, args.c_api)
-    if args.outdir is None:
-        if args.depfile:
-            first = os.path.join(args.faces, "gpu_face.hpp") if args.faces else args.c_api
-            write_depfile(args.depfile, first, env)
-        return 0
+    if args.outdir is not None or args.python_abi or args.fragments or args.list:
+        write_catalog(env, args)
+    if args.depfile:
+        write_depfile(args.depfile, outputs[0], env)
+    return 0
+
+
+def write_catalog(env, args):
+    """The catalog's headers, the Python module, the fragments and the kernel list, as args ask."""
     kernels = build_kernels(env)
     context = header_context(kernels)
-
-    os.makedirs(args.outdir, exist_ok=True)
-    for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
-        text = env.get_template(name + ".j2").render(**context)
-        write_if_changed(os.path.join(args.outdir, name), text)
-    text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
-    write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
+    if args.outdir is not None:
+        os.makedirs(args.outdir, exist_ok=True)
+        for name in ("catalog.hpp", "catalog_sources.hpp", "catalog_tiers.hpp", "kernel_args.hpp"):
+            text = env.get_template(name + ".j2").render(**context)
+            write_if_changed(os.path.join(args.outdir, name), text)
+        text = env.get_template("c_abi_enums.hpp.j2").render(**faces.c_enums_context())
+        write_if_changed(os.path.join(args.outdir, "c_abi_enums.hpp"), text)
     if args.python_abi:
         write_if_changed(args.python_abi, env.get_template("abi.py.j2").render(**faces.abi_py_context()))
     if args.fragments:
@@ -308,12 +318,9 @@ def main(argv=None):
             write_if_changed(os.path.join(args.fragments, k.name + ".cu"), k.source)
             if k.quick_source:
                 write_if_changed(os.path.join(args.fragments, k.quick_name + ".cu"), k.quick_source)
-    if args.depfile:
-        write_depfile(args.depfile, os.path.join(args.outdir, "catalog.hpp"), env)
     if args.list:
         for k in kernels:
             print(f"{k.id:3d} {k.name}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -751,8 +751,8 @@ BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m
                                   "min_blocks mma stages", defaults=(1,))
 BITS_TILE = BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3)
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
-# The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (the issue
-# measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
+# The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (a lab
+# run measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
 BITS_QUICK_MACS_PER_NS = 100000.0
 
 

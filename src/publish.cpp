@@ -8,14 +8,14 @@
 #include "tropical/jit/nvrtc.hpp"
 #include "tropical/runtime.hpp"
 #include "tropical/storage/log.hpp"
-#include "tropical/storage/remote/remote_tier.hpp"
+#include "tropical/storage/remote/fleet_store.hpp"
 
 namespace tropical {
 
 std::size_t publish_cached(int arch, std::span<const catalog::KernelId> kernels) {
-  storage::remote::RemoteTier* remote = nullptr;
-  for (storage::Store* tier : registry().tiers().list()) {
-    if (auto* r = dynamic_cast<storage::remote::RemoteTier*>(tier)) remote = r;
+  storage::remote::FleetStore* remote = nullptr;
+  for (storage::Store* store : registry().stores().list()) {
+    if (auto* r = dynamic_cast<storage::remote::FleetStore*>(store)) remote = r;
   }
   if (remote == nullptr || !remote->can_store()) return 0;
   std::vector<std::uint32_t> ids;

@@ -133,7 +133,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(self.entries(), [])
 
     def test_file_size_limit_is_one_warning_not_a_signal(self):
-        # Issue 10: (ulimit -f 50; tropical warm ...) used to die of SIGXFSZ (exit 153). Nothing is masked here.
+        # (ulimit -f 50; tropical warm ...) used to die of SIGXFSZ (exit 153). Nothing is masked here.
         import resource
 
         def small_file_limit():
@@ -460,7 +460,7 @@ class CliTest(unittest.TestCase):
         return name
 
     def test_warm_tells_entries_removed_by_another_process_from_a_cache_too_small(self):
-        # Issue 27, item 7, reproduced in order: warm (-j 1) stores FIRST, and its eviction removes an old
+        # Reproduced in order: warm (-j 1) stores FIRST, and its eviction removes an old
         # entry to stay under the limit; while it waits for SECOND's lock stripe (held here), `tropical clear
         # FIRST` runs; then warm stores SECOND. FIRST is missing and this run did evict, but not FIRST: the
         # cache (2 MiB) holds both kernels, so "too small" would be wrong.
@@ -535,7 +535,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("unknown --device", self.usage_error("gemm", "--device", "tpu"))
         self.assertIn("--device cpu only", self.usage_error("gemm", "--threads", "2"))
 
-    # Issue 28's small things: what a newcomer trips on.
+    # Small things a newcomer trips on.
     def test_a_mistyped_command_gets_a_suggestion(self):
         self.assertIn("did you mean 'list'?", self.usage_error("lsit"))
         self.assertIn("did you mean 'warm'?", self.usage_error("wram"))

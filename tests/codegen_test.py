@@ -220,7 +220,7 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("constexpr int kVec = 2;", small)
 
     def test_a_tile_sets_its_warp_shape(self):
-        # The f32 gemm and argmax tiles take warps of 16 x 2 threads (bench/RESULTS.md, 2026-11-28); the
+        # The f32 gemm and argmax tiles take warps of 16 x 2 threads (bench/RESULTS.md, "tiles chosen on NVRTC's builds"); the
         # others keep the default 8 x 4.
         for name in ("tropical_gemm_maxplus_f32", "tropical_gemm_argmax_minplus_f32"):
             text = self.fragment(name)

@@ -186,10 +186,12 @@ def headers_compile_alone(prefix, env):
 
 
 PYTHON_CHECK = """
-import sys, numpy, tropical
+import os, sys, numpy, tropical
 from tropical import _lib
 path = _lib.lib()._name
 assert path.startswith(sys.argv[1]), (path, sys.argv[1])
+abi = tropical._abi.__file__  # the generated module, installed into the package
+assert abi == os.path.join(os.path.dirname(tropical.__file__), "tropical_abi.py"), abi
 c, k = tropical.matmul_argmax(numpy.array([[0, 1, 2], [3, 4, 5]], numpy.float32),
                               numpy.array([[1, 0], [0, 1], [2, 2]], numpy.float32))
 assert c.tolist() == [[4, 4], [7, 7]] and k.tolist() == [[2, 2], [2, 2]], (c, k)

@@ -2,11 +2,12 @@
 """The faces generated from the catalog's spec agree with it and with what is checked in: every kernel declares
 spec.KERNEL_PARAMS' list (both tiers), the argument structs of tropical/kernel_args.hpp list the same members in
 the same order, include/tropical/tropical.h declares the enums of spec.C_VALUE and codegen/c_abi.py and the
-functions of codegen/c_abi.py, and python/tropical/_abi.py is what the generator writes now; the C++ faces'
-functions and the C ABI's products generated from codegen/operations.py have the table's parameters, constraints
-and docs.
+functions of codegen/c_abi.py, the build's tropical_abi.py (the Python package's tropical._abi) is what the
+generator writes now and defines every name the package takes from it, and no generated Python module is
+checked in beside the package's sources; the C++ faces' functions and the C ABI's products generated from
+codegen/operations.py have the table's parameters, constraints and docs.
 
-usage: faces_test.py SOURCE_ROOT
+usage: faces_test.py SOURCE_ROOT BUILT_TROPICAL_ABI_PY
 """
 
 import os
@@ -24,7 +25,8 @@ import operations  # noqa: E402
 import spec  # noqa: E402
 
 HEADER = os.path.join(ROOT, "include", "tropical", "tropical.h")
-ABI_PY = os.path.join(ROOT, "python", "tropical", "_abi.py")
+BUILT_ABI_PY = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build", "src", "tropical_abi.py")
+PACKAGE = os.path.join(ROOT, "python", "tropical")
 
 
 def declared_parameters(source, name):
@@ -127,9 +129,25 @@ class FacesTest(unittest.TestCase):
             self.assertEqual(declared[name], (result, params), name)
 
     def test_the_python_abi_module_is_what_the_spec_generates(self):
-        with open(self.abi_py, "rb") as f, open(ABI_PY, "rb") as g:
-            self.assertEqual(g.read(), f.read(), "python/tropical/_abi.py is stale: regenerate it (its first lines "
-                                                 "say how)")
+        with open(self.abi_py, "rb") as f, open(BUILT_ABI_PY, "rb") as g:
+            self.assertEqual(g.read(), f.read(), f"{BUILT_ABI_PY} differs from what the spec generates: rebuild")
+
+    def test_the_package_uses_only_names_the_python_abi_module_defines(self):
+        namespace = {}
+        with open(BUILT_ABI_PY, encoding="utf-8") as f:
+            exec(compile(f.read(), BUILT_ABI_PY, "exec"), namespace)
+        for name in sorted(os.listdir(PACKAGE)):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                used = set(re.findall(r"\b_abi\.([A-Za-z_]\w*)", f.read()))
+            self.assertEqual(sorted(used - set(namespace)), [], f"python/tropical/{name} uses names tropical._abi "
+                                                                "does not define")
+
+    def test_the_python_abi_module_is_generated_only(self):
+        for name in ("_abi.py", "tropical_abi.py"):
+            self.assertFalse(os.path.exists(os.path.join(PACKAGE, name)),
+                             f"python/tropical/{name}: the generated module lives in the build directory only")
 
     def test_each_face_has_the_table_s_functions_with_their_parameters_constraints_and_docs(self):
         for face, fc in operations.FACES.items():

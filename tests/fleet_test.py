@@ -1,4 +1,4 @@
-"""Issue 12's "Done when" tests, end to end through the `tropical` command: each "machine" is its own
+"""The fleet's acceptance tests, end to end through the `tropical` command: each "machine" is its own
 primary cache directory, the fleet cache a real redis-server started here on a unix socket in a temporary
 directory (no TCP port), stopped at the end. Only backward kernels (some 30 ms to compile each).
 

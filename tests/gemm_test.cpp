@@ -317,7 +317,7 @@ TEST(Api, a_negative_device_is_an_argument_error) {
   EXPECT_THROW(device_arch(-1), InvalidArgument);
 }
 
-// Issue 27: an output that shares memory with an input (not only the same first element) is refused before
+// An output that shares memory with an input (not only the same first element) is refused before
 // the driver; blocks of one matrix that share no element are not.
 TEST(Api, an_output_sharing_any_element_with_an_input_is_rejected) {
   float* const buf = reinterpret_cast<float*>(0x10000);
@@ -408,7 +408,7 @@ TEST(Api, the_overlap_check_is_exact_on_small_layouts) {
   EXPECT_LT(overlapping, 3600);
 }
 
-// Issue 27: a batch or a stride whose last byte lies past the end of the 64-bit address space is refused
+// A batch or a stride whose last byte lies past the end of the 64-bit address space is refused
 // before the driver (no memory can hold it); on both sides of the boundary.
 TEST(Api, an_operand_past_the_end_of_the_address_space_is_rejected) {
   float* const top = reinterpret_cast<float*>(~std::uintptr_t{0} - 4095);  // the last 4096 bytes
@@ -450,7 +450,7 @@ bool reached_the_driver(const std::function<void()>& call) {
 
 float* device_floats(std::uintptr_t address) { return reinterpret_cast<float*>(address); }
 
-// Issue 27, item 11: a device past device_count() is an argument error, named as such, before cuDeviceGet
+// A device past device_count() is an argument error, named as such, before cuDeviceGet
 // (which the old code reached: a CudaError "CUDA_ERROR_INVALID_DEVICE"); the device that exists answers.
 TEST(ApiWithADriver, a_device_past_the_device_count_is_an_argument_error) {
   TROPICAL_REQUIRE_FAKE_DRIVER();
@@ -460,7 +460,7 @@ TEST(ApiWithADriver, a_device_past_the_device_count_is_an_argument_error) {
   EXPECT_PRED2(says, invalid_message([] { (void)device_arch(1 << 30); }), "does not exist");
 }
 
-// Issue 27: a batch, stride or leading dimension that runs past the end of the allocation holding the
+// A batch, stride or leading dimension that runs past the end of the allocation holding the
 // operand's first byte is an InvalidArgument before any launch (it was an illegal address in the kernel,
 // which ends the context); one that fits exactly is launched.
 TEST(ApiWithADriver, an_operand_past_the_end_of_its_allocation_is_rejected) {

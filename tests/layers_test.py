@@ -114,12 +114,12 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(warnings(proc.stderr), [])
         self.assertEqual(entries(primary), entries(layer))  # promoted
         self.assertEqual(os.stat(os.path.join(primary, entries(primary)[0])).st_uid, pwd.getpwnam(user).pw_uid)
-        tiers = json.loads(self.tropical("stats", "--json", user=user, TROPICAL_CACHE_DIR=primary,
-                                         TROPICAL_CACHE_LAYERS=layer).stdout)["tiers"]
-        self.assertEqual([t["kind"] for t in tiers[:2]], ["local", "layer"])
-        self.assertEqual(tiers[1]["location"], layer)
-        self.assertTrue(tiers[1]["usable"], tiers[1])
-        self.assertEqual(tiers[1]["entries"], len(KERNELS))
+        stores = json.loads(self.tropical("stats", "--json", user=user, TROPICAL_CACHE_DIR=primary,
+                                          TROPICAL_CACHE_LAYERS=layer).stdout)["tiers"]
+        self.assertEqual([t["kind"] for t in stores[:2]], ["local", "layer"])
+        self.assertEqual(stores[1]["location"], layer)
+        self.assertTrue(stores[1]["usable"], stores[1])
+        self.assertEqual(stores[1]["entries"], len(KERNELS))
         # Once promoted, the layer is not needed.
         self.assertEqual(self.compiled(self.warm(user=user, TROPICAL_CACHE_DIR=primary)), 0)
 

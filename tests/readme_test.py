@@ -3,13 +3,15 @@
 - the C++ example in the README is examples/first_product/first_product.cpp, verbatim (that file is built
   and run by the `first_product` test);
 - every command and flag named in the command table of docs/cli.md ("## Commands") is one that
-  `tropical --help` and `tropical COMMAND --help` name, and the quick start's commands and kernel names exist;
+  `tropical --help` and `tropical COMMAND --help` name, and the quick start's commands, their flags, its
+  meson options and kernel names exist;
 - the README's test command is the one .ci/run runs, and its quick start installs the same Debian packages
   (a new user and CI get the same);
 - every citation of bench/RESULTS.md (`bench/RESULTS.md`, "Section") names a section that exists there, and
   none cites a line number (lines move; sections are found by name);
 - the README stays short (at most 200 lines) and its links to files of the tree resolve;
-- ARCHITECTURE.md's table cells stay at one line a directory (at most 300 characters each).
+- ARCHITECTURE.md's table cells stay at one line a directory (at most 300 characters each);
+- no file of the code's folders names an issue by number or a date (history is CHANGELOG.md's).
 
 Usage: readme_test.py SOURCE_ROOT PATH_TO_TROPICAL
 """
@@ -117,6 +119,24 @@ class ReadmeTest(unittest.TestCase):
             for name in re.findall(r"\btropical_\w+", line):
                 self.assertRegex(catalog, rf"(?<!\w){name}(?!\w)", f"quick start: {name} is not in tropical list")
 
+    def test_the_quick_start_flags_are_known(self):
+        """Every flag of a `build/src/tropical COMMAND` line is in `tropical COMMAND --help`, and every
+        -Doption of a `meson setup` line is one of meson.options (or meson's own)."""
+        lines = [line for block in shell_blocks(readme()) for line in block.splitlines()]
+        for line in lines:
+            for command, rest in re.findall(r"build/src/tropical (\w+)([^&|]*)", line):
+                known = help_text(command)
+                for flag in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", rest):
+                    self.assertRegex(known, rf"(?<![\w-]){re.escape(flag)}(?![\w-])",
+                                     f"quick start: `tropical {command}` has no flag {flag}")
+        options = set(re.findall(r"option\('(\w+)'", read("meson.options")))
+        builtin = {"werror", "buildtype", "optimization", "prefix", "libdir", "b_sanitize", "b_lundef"}
+        setups = [line for line in lines if "meson setup" in line]
+        self.assertTrue(setups, "no meson setup in the README")
+        for line in setups:
+            for option in re.findall(r"-D(\w+)=", line.split("meson setup", 1)[1].split("&&")[0]):
+                self.assertIn(option, options | builtin, f"the README's meson setup sets an unknown option {option}")
+
     def test_the_cpp_example_is_the_file_the_tests_build(self):
         example = read(EXAMPLE).strip()
         blocks = re.findall(r"```cpp\n(.*?)```", readme(), re.S)
@@ -159,6 +179,25 @@ class ReadmeTest(unittest.TestCase):
                              f"README.md has {len(lines)} lines; move detail into docs/")
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", readme()):
             self.assertTrue(os.path.exists(os.path.join(SOURCE, target)), f"README links to {target}: no such file")
+
+    def test_code_and_comments_carry_no_dates_or_issue_numbers(self):
+        """History lives in CHANGELOG.md and bench/RESULTS.md: no file of the code's folders names an issue
+        by number or a date (a heading of bench/RESULTS.md is cited by its words)."""
+        issue = re.compile(r"\b[Ii]ssues? ?#?\d+|\bissue_\d+")
+        date = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+        folders = ["src", "include", "python", "codegen", "templates", "tests", "tools", "examples"]
+        tracked = subprocess.run(["git", "-C", SOURCE, "ls-files", "--", *folders], capture_output=True, text=True)
+        if tracked.returncode != 0:
+            self.skipTest("not a git checkout")
+        for path in tracked.stdout.split():
+            try:
+                text = read(path)
+            except (UnicodeDecodeError, FileNotFoundError):
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                found = issue.search(line) or date.search(line)
+                self.assertIsNone(found, f"{path}:{number} names {found.group(0) if found else ''!r}: "
+                                         "history belongs in CHANGELOG.md")
 
     def test_architecture_table_cells_are_short(self):
         rows = [line for line in read("ARCHITECTURE.md").splitlines() if line.startswith("|")]

@@ -1,4 +1,4 @@
-"""Issue 27 end to end through the `tropical` command: hostile key files, config values, leases and planted
+"""Trust end to end through the `tropical` command: hostile key files, config values, leases and planted
 entries cost no hang, no lost setting and no forged code. Reuses fleet_test's fixture (a redis-server on a
 unix socket in a temporary directory, one cache directory per "machine"); only the tests defined here run.
 

@@ -99,7 +99,7 @@ def check_contents(wheel, unpacked):
           f"the WHEEL file does not match the file name:\n{wheel_info}")
     stray = [n for n in names if not n.startswith(("tropical/", f"{match.group(1)}-{match.group(2)}.dist-info/"))]
     check(not stray, f"the wheel holds files outside the package: {stray}")
-    for required in ("tropical/__init__.py", "tropical/_lib.py", "tropical/_install.py",
+    for required in ("tropical/__init__.py", "tropical/_lib.py", "tropical/_install.py", "tropical/tropical_abi.py",
                      "tropical/_native/libtropical.so.0"):
         check(required in names, f"the wheel lacks {required}")
     return int(match.group(3))

@@ -3,7 +3,7 @@
 library's tuned-tier options (src/jit/nvrtc.cpp, compile_options), so that
 tools/kernel_lab.cu times the code the library runs. `nvcc -cubin` of the same
 fragment can differ: on the H100 the f32 gemm_argmax ran 10.89 T from nvcc's
-cubin and 10.43 T from the library's (bench/RESULTS.md, 2026-11-28).
+cubin and 10.43 T from the library's (bench/RESULTS.md, "f32 gemm_argmax 8192³").
 
 usage: nvrtc_cubin.py LIBNVRTC FRAGMENT.cu OUT.cubin [--arch sm_90] [NVRTC option...]
 Prints NVRTC's log (add --ptxas-options=-v for registers and spills); exit 1 if

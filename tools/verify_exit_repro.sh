@@ -1,13 +1,13 @@
 #!/bin/bash
 # tools/verify_exit_repro.sh BUILD_DIR [RUNS]: reproduces `tropical verify`'s crash at exit (bench/RESULTS.md,
-# 2026-11-28, fourth session) on a GPU machine and runs the variants that tell its causes apart. Fills one
+# "`tropical verify`'s crash at exit: reproduced") on a GPU machine and runs the variants that tell its causes apart. Fills one
 # kernel cache with GPU suites, keeps a copy, then runs verify RUNS times (default 3) on that state for each
 # variant, each run on a fresh copy: as is; with TROPICAL_TIERED=0 (no quick kernel from the driver's JIT,
 # no background compile); and under the atexit logger (who registers exit handlers after the guard).
 # A fault prints the faulting thread's backtrace (tools/fault_reporter.c). Needs a C compiler.
 # Only a run that is the first to JIT the counting kernels' quick PTX is at risk (a crashed run leaves the
 # driver's JIT cache as it was, a clean one fills it); libraries before the re-registration after foreground
-# loads crashed there, HEAD did not (bench/RESULTS.md, 2026-11-28, fifth session).
+# loads crashed there, HEAD did not (bench/RESULTS.md, "`tropical verify`'s crash at exit: fixed").
 set -u
 build=$(cd "$1" && pwd); runs=${2:-3}; tools=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -79,7 +79,7 @@ WarmReport warm(int arch, std::span<const catalog::KernelId> kernels = {}, unsig
 /// empty) that the primary directory holds for sm_<arch>, that this process did not compile and that the
 /// fleet lacks: each is compiled again and that compile is signed and published, never the cached entry (a
 /// producer signs only what it made; an entry that differs from the compile is named in one warning).
-/// Returns how many were published: 0 where this node may not publish (no fleet tier, no signing key). A
+/// Returns how many were published: 0 where this node may not publish (no fleet store, no signing key). A
 /// kernel that fails to compile is skipped with a message on stderr. Needs NVRTC, not a GPU.
 std::size_t publish_cached(int arch, std::span<const catalog::KernelId> kernels = {});
 

@@ -135,7 +135,7 @@ TROPICAL_API tropical_status tropical_find_kernel(tropical_semiring semiring, tr
 /** Compiles kernels `ids` (count of them; the whole catalog, small tiles included, if count is 0)
  * for sm_<arch> (0: device 0's) into memory and the disk cache on `threads` workers (0: every core);
  * needs NVRTC, not a GPU (unless arch is 0). *compiled receives how many NVRTC compiled in this call,
- * *ready how many were already in memory or a cache tier (either pointer may be NULL). If any kernel
+ * *ready how many were already in memory or a cache store (either pointer may be NULL). If any kernel
  * failed, returns its status (TROPICAL_ERROR_UNAVAILABLE without NVRTC, else
  * TROPICAL_ERROR_COMPILE) with the first failure's message; the others were still warmed. */
 TROPICAL_API tropical_status tropical_warm(const uint32_t* ids, size_t count, int arch, unsigned threads,

@@ -11,7 +11,10 @@ framework's current stream, host arrays (NumPy, CPU tensors) on the CPU, with th
 (include/tropical/reference.hpp). PyTorch autograd and torch.compile: ``import tropical.torch``.
 ``import tropical`` imports neither torch nor CuPy."""
 
-from . import _abi
+from . import _abi_path
+
+_abi = _abi_path.load()  # the generated module of the C ABI (build directory or install: _abi_path)
+
 from ._errors import (CompileError, CudaError, Error, InternalError, InvalidArgument, NotInCatalog, OutOfMemory,
                       Unavailable)
 from ._bits import bits_ld, bits_matmul, closure, pack_bits, unpack_bits

@@ -172,7 +172,7 @@ int cmd_stats(int argc, char** argv) {
         "usage: tropical stats [--json | --zero]\n\n"
         "Prints the disk cache's location, size (and how many entries this process does\n"
         "not use: another NVRTC build's, format, source), machine-wide counters, every\n"
-        "tier (primary, read-only layers: path, trusted or refused and why, entries,\n"
+        "store (primary, read-only layers: path, trusted or refused and why, entries,\n"
         "bytes, hits), and per kernel the architectures it is cached for. --json: one\n"
         "object, fields in the README. --zero: sets the machine-wide counters to zero\n"
         "(entries stay).\n");
@@ -202,14 +202,14 @@ int cmd_stats(int argc, char** argv) {
                  ", bytes read %" PRIu64 ", compile time %.1f ms, load time %.3f ms\n",
                  s.hits, s.misses, s.compiles, s.evictions, s.errors, s.bytes_written, s.bytes_read,
                  static_cast<double>(s.compile_ns) * 1e-6, static_cast<double>(s.load_ns) * 1e-6);
-  text += tiers_report(false);
+  text += stores_report(false);
   text += "per kernel (architectures of its tuned entries usable by this process, entry bytes):\n";
   std::string json =
       "{\"schema\": 1, \"cache\": {\"dir\": " + json_quote(i.dir) +
       ", \"enabled\": " + (i.enabled ? "true" : "false") + ", \"entries\": " + std::to_string(i.entries) +
       ", \"bytes\": " + std::to_string(i.bytes) + ", \"max_bytes\": " + std::to_string(i.max_bytes) +
       ", \"unusable\": " + std::to_string(unusable) + "}, \"machine\": " + stats_json(s) +
-      ", \"tiers\": " + tiers_report(true) + ", \"kernels\": [";
+      ", \"tiers\": " + stores_report(true) + ", \"kernels\": [";
   std::size_t listed = 0;
   for (const auto& k : catalog::kInfo) {
     std::string line;

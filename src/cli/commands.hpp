@@ -21,9 +21,9 @@ int cmd_stats(int argc, char** argv);
 int cmd_clear(int argc, char** argv);
 /// `tropical config`: prints the settings of <cache dir>/tropical.conf, one of them, or sets one.
 int cmd_config(int argc, char** argv);
-/// Every tier of the cache in lookup order: path, trusted or refused and why, entries, bytes, hits; a JSON
+/// Every store of the cache in lookup order: path, trusted or refused and why, entries, bytes, hits; a JSON
 /// array with json.
-std::string tiers_report(bool json);
+std::string stores_report(bool json);
 /// `tropical compile`: one NVRTC compile bypassing every cache, timed.
 int cmd_compile(int argc, char** argv);
 /// `tropical gemm`: one product on GPU 0, checked and timed.
@@ -34,7 +34,7 @@ int cmd_verify(int argc, char** argv);
 /// `tropical keygen DIR`: writes an ed25519 key pair for the fleet cache (never overwriting).
 int cmd_keygen(int argc, char** argv);
 
-/// The fleet tier's settings and this process's counters, as text lines ("remote: off" when off).
+/// The fleet store's settings and this process's counters, as text lines ("remote: off" when off).
 std::string remote_text();
 /// The same as one JSON value (null when off).
 std::string remote_json();

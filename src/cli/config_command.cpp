@@ -1,4 +1,4 @@
-// `tropical config` (the cache's settings file) and the per-tier part of `tropical stats`.
+// `tropical config` (the cache's settings file) and the per-store part of `tropical stats`.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -176,11 +176,11 @@ int cmd_config(int argc, char** argv) {
   return kExitOk;
 }
 
-std::string tiers_report(bool json) {
-  std::string out = json ? "[" : "tiers (in lookup order):\n";
+std::string stores_report(bool json) {
+  std::string out = json ? "[" : "stores (in lookup order):\n";
   bool first = true;
-  for (storage::Store* tier : registry().tiers().list()) {
-    const storage::TierInfo t = tier->describe();
+  for (storage::Store* store : registry().stores().list()) {
+    const storage::StoreInfo t = store->describe();
     if (json) {
       out += std::string(first ? "" : ", ") + "{\"kind\": " + json_quote(t.kind) +
              ", \"location\": " + json_quote(t.location) + ", \"usable\": " + (t.usable ? "true" : "false") +

@@ -1,4 +1,4 @@
-// The fleet tier in the `tropical` command: keygen, and the remote's part of warm and stats.
+// The fleet store in the `tropical` command: keygen, and the remote's part of warm and stats.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -7,7 +7,7 @@
 #include "output.hpp"
 #include "tropical/storage/log.hpp"
 #include "tropical/storage/remote/key_files.hpp"
-#include "tropical/storage/remote/remote_tier.hpp"
+#include "tropical/storage/remote/fleet_store.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/tropical.hpp"
 
@@ -18,15 +18,15 @@ double ms(std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
 }  // namespace
 
-storage::remote::RemoteTier* remote_tier() {
-  for (storage::Store* tier : registry().tiers().list()) {
-    if (auto* remote = dynamic_cast<storage::remote::RemoteTier*>(tier)) return remote;
+storage::remote::FleetStore* fleet_store() {
+  for (storage::Store* store : registry().stores().list()) {
+    if (auto* remote = dynamic_cast<storage::remote::FleetStore*>(store)) return remote;
   }
   return nullptr;
 }
 
 std::string remote_text() {
-  storage::remote::RemoteTier* remote = remote_tier();
+  storage::remote::FleetStore* remote = fleet_store();
   if (remote == nullptr)
     return "remote: off (TROPICAL_REMOTE_CACHE, or remote in tropical.conf, unset or unusable)\n";
   const auto& o = remote->remote().options();
@@ -49,7 +49,7 @@ std::string remote_text() {
 }
 
 std::string remote_json() {
-  storage::remote::RemoteTier* remote = remote_tier();
+  storage::remote::FleetStore* remote = fleet_store();
   if (remote == nullptr) return "null";
   const auto& o = remote->remote().options();
   const storage::remote::RemoteStats s = remote->remote().stats();

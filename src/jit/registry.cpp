@@ -28,7 +28,7 @@ thread_local std::uint64_t t_compiles = 0;
 Registry::Registry(Catalog catalog, storage::CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
       tier_config_(std::move(tiers)),
-      tiers_(std::make_unique<storage::Tiers>(cache)),
+      stores_(std::make_unique<storage::StoreChain>(cache)),
       current_(catalog.size() * kMaxDevices),
       settled_(catalog.size() * kMaxDevices),
       slots_(catalog.size() * kMaxDevices),
@@ -55,7 +55,7 @@ CompiledImage Registry::run_compiler(const KernelSource& kernel, int arch, Tier 
 }
 
 Registry::~Registry() {
-  // Background jobs use the slots and the disk tier: they stop first.
+  // Background jobs use the slots and the disk store: they stop first.
   pool_.reset();
   // Modules go with the registry. The process-wide registry of the tropical
   // API is never destroyed, so this never runs while the driver shuts down.
@@ -123,7 +123,7 @@ Resolved Registry::load(std::uint32_t id, int device, int arch, Tier tier, CUmod
       counters_[id].compile_ns += storage::nanoseconds_since(compile_start);
       return compiled;
     };
-    return tiers_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, storage::ImageParts::kCubinAndPtx).ptx;
+    return stores_->get_or_compile(cache_key(id, arch, tier), compile_ptx, nullptr, storage::ImageParts::kCubinAndPtx).ptx;
   };
   const LoadedModule loaded = tier_config_.loader->load(device, img, std::string(source(id, tier).name), fetch_ptx);
   module = loaded.module;
@@ -287,7 +287,7 @@ WarmReport Registry::warm(std::span<const std::uint32_t> ids, int arch, unsigned
   }
   for (auto& t : pool) t.join();
   // Hits of a layer or the remote are copied into the primary in the background: warm leaves them written.
-  tiers_->finish_promotions();
+  stores_->finish_promotions();
   report.seconds = static_cast<double>(storage::nanoseconds_since(start)) * 1e-9;
   report.peak_compiles = peak_compiling_.load();
 

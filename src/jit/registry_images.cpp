@@ -1,4 +1,4 @@
-// Where the registry gets a kernel's image: memory, the storage tiers, NVRTC,
+// Where the registry gets a kernel's image: memory, the stores, NVRTC,
 // or the driver's JIT of shipped PTX (Registry::image, Registry::device_image).
 #include <string>
 #include <utility>
@@ -43,7 +43,7 @@ CompiledImage Registry::tracked_compile(std::uint32_t id, Tier tier, const std::
 
 void Registry::fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, storage::ImageParts parts) {
   bool compiled = false;
-  slot.image = tiers_->get_or_compile(
+  slot.image = stores_->get_or_compile(
       cache_key(id, arch, tier),
       [&] { return tracked_compile(id, tier, [&] { return run_compiler(source(id, tier), arch, tier); }); },
       &compiled, parts);
@@ -67,7 +67,7 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, stor
     slot.done.store(true, std::memory_order_release);
   });
   if (!ran && slot.image) {
-    storage::log_line(tiers_->log(), storage::LogLevel::kDebug,
+    storage::log_line(stores_->log(), storage::LogLevel::kDebug,
              std::string(kernel.name) + " sm_" + std::to_string(arch) + ": memory hit");
   }
   if (slot.error) std::rethrow_exception(slot.error);
@@ -98,15 +98,15 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
       Counters& counters = counters_[id];
       // The JIT's image from an earlier run, else one NVRTC made (tropical
       // warm, a layer, the prebuilt layer), else the JIT now.
-      std::optional<CompiledImage> found = tiers_->find_in_primary(*jit_key);
-      if (!found) found = tiers_->find(cache_key(id, arch, tier));
+      std::optional<CompiledImage> found = stores_->find_in_primary(*jit_key);
+      if (!found) found = stores_->find(cache_key(id, arch, tier));
       if (found) {
         slot.image = std::move(found);
         ++counters.disk_hits;
       } else {
         try {
           bool compiled = false;
-          slot.image = tiers_->get_or_compile(
+          slot.image = stores_->get_or_compile(
               *jit_key,
               [&] {
                 return tracked_compile(id, tier, [&] {
@@ -123,7 +123,7 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
         } catch (const Error& e) {
           // The driver refused the PTX (older than the NVRTC that made it, or
           // a JIT error): NVRTC compiles the fragment, as without shipped PTX.
-          storage::log_line(tiers_->log(), storage::LogLevel::kInfo,
+          storage::log_line(stores_->log(), storage::LogLevel::kInfo,
                    jit_key->kernel_name + " sm_" + std::to_string(arch) + ": shipped PTX not usable (" + e.what() +
                        "); compiling with NVRTC");
           fetch(slot, id, arch, tier, storage::ImageParts::kCubin);
@@ -141,8 +141,8 @@ const CompiledImage& Registry::device_image(std::uint32_t id, int device, int ar
 bool Registry::tuned_available(std::uint32_t id, int arch) {
   ImageSlot& slot = image_slot(id, arch, Tier::kTuned);
   if (slot.done.load(std::memory_order_acquire)) return !slot.error;
-  // A look through every persistent tier that never compiles and never waits for a writer.
-  std::optional<CompiledImage> found = tiers_->find(cache_key(id, arch));
+  // A look through every persistent store that never compiles and never waits for a writer.
+  std::optional<CompiledImage> found = stores_->find(cache_key(id, arch));
   if (!found) return false;
   std::call_once(slot.once, [&]() noexcept {
     slot.image = std::move(found);

@@ -17,7 +17,7 @@
 namespace tropical::storage {
 namespace {
 
-// Sorted. The remote tier's keys are remote::config_key_of() of its settings (a test checks that they agree).
+// Sorted. The fleet store's keys are remote::config_key_of() of its settings (a test checks that they agree).
 constexpr std::array<std::string_view, 12> kKnownKeys = {
     "layers",          "max_size",           "remote",         "remote_connect_timeout", "remote_cooldown",
     "remote_lease",    "remote_signing_key", "remote_timeout", "remote_trusted_keys",    "remote_ttl",

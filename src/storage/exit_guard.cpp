@@ -52,8 +52,8 @@ std::once_flag g_armed[3];
 // nvrtcCompileProgram at exit while this handler still waited for that
 // compile. So the handler is registered again at the end of every guarded job
 // (every compile is one) and after every foreground load of a kernel
-// (rearm()). The second is what the H200 needed (bench/RESULTS.md, 2026-11-28,
-// fifth session): the driver's PTX JIT registers four handlers of
+// (rearm()). The second is what the H200 needed (bench/RESULTS.md, "`tropical
+// verify`'s crash at exit: fixed by the re-registration"): the driver's PTX JIT registers four handlers of
 // libnvidia-ptxjitcompiler on its first compile in a process, here a kernel's
 // quick tier loaded after every other kernel came from the cache, and
 // `tropical verify` then crashed in NVRTC at exit in 5 runs of 5 without the

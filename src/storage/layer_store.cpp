@@ -98,8 +98,8 @@ void LayerStore::count_miss(bool bad) {
   impl_->misses.fetch_add(1, std::memory_order_relaxed);
 }
 
-TierInfo LayerStore::describe() const {
-  TierInfo info;
+StoreInfo LayerStore::describe() const {
+  StoreInfo info;
   info.kind = "layer";
   info.location = impl_->dir.string();
   info.usable = impl_->fd.valid();

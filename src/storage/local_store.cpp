@@ -45,8 +45,8 @@ std::optional<CompiledImage> LocalStore::load(const CacheKey& key, ImageParts pa
 
 CompiledImage LocalStore::get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                          bool* compiled, ImageParts parts) {
-  Store* const tiers[] = {this};
-  return walk_tiers(tiers, impl_->config.log, key, compile, compiled, parts);
+  Store* const stores[] = {this};
+  return walk_stores(stores, impl_->config.log, key, compile, compiled, parts);
 }
 
 CacheStats LocalStore::machine_stats() const {
@@ -128,10 +128,10 @@ const CacheConfig& LocalStore::config() const noexcept { return impl_->config; }
 
 const std::filesystem::path& LocalStore::fell_back_from() const noexcept { return impl_->fell_back_from; }
 
-TierInfo LocalStore::describe() const {
+StoreInfo LocalStore::describe() const {
   const Impl& s = *impl_;
   const CacheInfo i = info();
-  TierInfo out;
+  StoreInfo out;
   out.kind = "local";
   out.location = s.config.dir.string();
   out.usable = s.dir.valid();

@@ -21,7 +21,7 @@
 #include "tropical/storage/local_store.hpp"
 #include "tropical/storage/lock_file.hpp"
 #include "tropical/storage/log.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 
 namespace tropical::storage {
 namespace local_store {

@@ -42,7 +42,7 @@ void Promotions::write(Job& job) const noexcept {
     const std::string kernel = job.key.kernel_name + " sm_" + std::to_string(job.key.arch);
     if (job.from != nullptr) {
       // Gone or damaged (a bad PTX the caller did not read): nothing to copy; the next process reads the
-      // tier again, and `tropical warm`, which reads entries whole, compiles it into the primary.
+      // store again, and `tropical warm`, which reads entries whole, compiles it into the primary.
       Lookup whole = job.from->reread(key);
       if (!whole.image) {
         log_line(log_, LogLevel::kInfo,
@@ -52,14 +52,14 @@ void Promotions::write(Job& job) const noexcept {
       }
       job.image = std::move(*whole.image);
     }
-    for (Store* tier : job.into) {
-      if (tier->can_store() && tier->store(key, job.image, StoreReason::kPromoted)) {
-        log_line(log_, LogLevel::kInfo, kernel + ": copied into " + tier->name());
-        tier->after_store(key);
+    for (Store* store : job.into) {
+      if (store->can_store() && store->store(key, job.image, StoreReason::kPromoted)) {
+        log_line(log_, LogLevel::kInfo, kernel + ": copied into " + store->name());
+        store->after_store(key);
       }
     }
   } catch (...) {
-    // Out of memory: the copy is dropped; the next process reads the lower tier again.
+    // Out of memory: the copy is dropped; the next process reads the lower store again.
   }
 }
 

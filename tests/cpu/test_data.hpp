@@ -119,7 +119,7 @@ void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, con
   }
 }
 
-/// Shapes (m, n, k): the odd sizes, k beyond one packed block, C beyond one task, empty ones.
+/// Shapes (m, n, k): odd sizes, k beyond one packed block, C beyond one task, empty ones.
 inline std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes() {
   return {{1, 1, 1},    {3, 17, 63},  {17, 3, 65},   {63, 65, 17},  {65, 127, 3}, {127, 1, 257},
           {1, 257, 3},  {257, 63, 1}, {5, 19, 1031}, {130, 530, 5}, {0, 5, 3},    {4, 0, 3},

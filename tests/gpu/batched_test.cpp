@@ -244,7 +244,7 @@ TEST(GpuApiBatched, null_and_host_pointers_are_rejected_with_their_names) {
   EXPECT_GE(device_count(), 1);
 }
 
-// Issue 27 with the real driver: cuMemAlloc's allocation is the bound (fake_cuda's model of it in the API
+// With the real driver: cuMemAlloc's allocation is the bound (fake_cuda's model of it in the API
 // suite), a batch that fits it exactly runs, one element more is refused; an output may share no element
 // with an input, but blocks of one matrix that share none run and are right.
 TEST(GpuApiBatched, a_batch_that_fits_its_allocation_exactly_runs_and_one_element_more_is_refused) {

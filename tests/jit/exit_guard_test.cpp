@@ -82,7 +82,7 @@ constexpr auto kDpxId = static_cast<std::size_t>(catalog::KernelId::kGemmMaxplus
 const KernelSource kDpxTuned[] = {{0, catalog::kKernels[kDpxId].name, catalog::kKernels[kDpxId].source,
                                    catalog::kKernels[kDpxId].digest}};
 
-// The state `tropical verify` crashed in at exit on the H200 (bench/RESULTS.md, 2026-11-28), less its
+// The state `tropical verify` crashed in at exit on the H200 (bench/RESULTS.md, "crash at exit"), less its
 // cause: the quick kernel comes from shipped PTX through the driver's JIT, so NVRTC's first compile is the
 // trivial prepare on a helper thread, and the process exits during its first real compile, the tuned
 // counting gemm. The cause, exit handlers the JIT registers late, is the kLate child's.

@@ -113,7 +113,7 @@ TEST_F(FreshProcessDeathTest, identity_is_found_without_loading_libnvrtc) {
       ::testing::ExitedWithCode(0), "");
 }
 
-// Issue 27, item 11: TROPICAL_NVRTC=libnvrtc.so.13 (the bare soname, found through ld.so.cache) names the same
+// TROPICAL_NVRTC=libnvrtc.so.13 (the bare soname, found through ld.so.cache) names the same
 // file as its path does, not a second identity under which every entry would be compiled again.
 TEST_F(FreshProcessDeathTest, bare_soname_gets_the_identity_of_the_file_the_loader_loads) {
   EXPECT_EXIT(

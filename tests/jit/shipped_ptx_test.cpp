@@ -142,13 +142,13 @@ TEST(ShippedPtx, the_jit_image_is_stored_under_its_own_key_and_a_new_process_jit
   ASSERT_FALSE(key->options.empty());
   EXPECT_EQ(key->options[0], kDriverJitOption);
   EXPECT_NE(key->digest(), again.cache_key(1, 90).digest()) << "a JIT image must not pass for an NVRTC one";
-  EXPECT_TRUE(again.tiers().find(*key).has_value());
+  EXPECT_TRUE(again.stores().find(*key).has_value());
   again.kernel(1, 0);
   EXPECT_EQ(loader->jits, 1);
   EXPECT_EQ(again.stats()[1].disk_hits, 1u);
 }
 
-TEST(ShippedPtx, an_nvrtc_image_in_the_tiers_serves_before_the_jit) {
+TEST(ShippedPtx, an_nvrtc_image_in_the_stores_serves_before_the_jit) {
   test::TempDir dir("ptx");
   CountingCompiler compiler;
   auto loader = std::make_shared<JitLoader>();
@@ -178,7 +178,7 @@ TEST(ShippedPtx, a_refused_jit_falls_back_to_nvrtc) {
   EXPECT_EQ(loader->jits, 1);
   EXPECT_EQ(compiler.tuned, 1);
   EXPECT_EQ(registry.stats()[1].jit_compiles, 0u);
-  EXPECT_TRUE(registry.tiers().find(registry.cache_key(1, 90)).has_value()) << "the NVRTC image is stored as such";
+  EXPECT_TRUE(registry.stores().find(registry.cache_key(1, 90)).has_value()) << "the NVRTC image is stored as such";
 }
 
 TEST(ShippedPtx, a_device_older_than_the_ptx_or_a_loader_without_jit_compiles_with_nvrtc) {

@@ -23,6 +23,12 @@ else:
                 break
     if not any(os.path.exists(os.path.join(p, "tropical", "__init__.py")) for p in sys.path if p):
         sys.path.insert(0, os.path.join(SOURCE, "python"))
+    # The generated tropical_abi.py lies beside the build's library; on PYTHONPATH, a child process that names
+    # another library in TROPICAL_LIBRARY still imports the package.
+    if os.environ.get("TROPICAL_LIBRARY"):
+        generated = os.path.dirname(os.path.realpath(os.environ["TROPICAL_LIBRARY"]))
+        if os.path.isfile(os.path.join(generated, "tropical_abi.py")):
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), generated) if p)
 # Always this session's own cache (never the user's, even where TROPICAL_CACHE_DIR is set), no layers, no fleet.
 os.environ["TROPICAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tropical-pytest-cache-")
 os.environ["TROPICAL_CACHE_LAYERS"] = ""

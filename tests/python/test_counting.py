@@ -1,4 +1,4 @@
-"""Issue 26 in Python: tropical.counting_matmul (CountingTropical) against a brute-force NumPy count, and int16
+"""CountingTropical in Python: tropical.counting_matmul (CountingTropical) against a brute-force NumPy count, and int16
 products against reference.py's oracle, on the CPU path (NumPy arrays); the same on the GPU through CuPy or torch
 where they and a GPU are present."""
 

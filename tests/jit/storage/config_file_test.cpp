@@ -69,7 +69,7 @@ TEST_F(ConfigFileTest, file_writable_by_others_is_ignored) {
 TEST_F(ConfigFileTest, from_env_takes_the_file_below_the_environment) {
   write("max_size = 10M\nlayers = /opt/one:relative:/opt/two\nremote = redis://cache:6379\n");
   CacheConfig config = CacheConfig::from_env();
-  EXPECT_EQ(config.file.get("remote"), "redis://cache:6379");  // kept for the tier that knows it
+  EXPECT_EQ(config.file.get("remote"), "redis://cache:6379");  // kept for the store that knows it
   EXPECT_EQ(config.max_bytes, 10u << 20);
   EXPECT_EQ(config.layers, (std::vector<fs::path>{"/opt/one", "/opt/two"}));
   ::setenv("TROPICAL_CACHE_MAX_SIZE", "20M", 1);
@@ -81,7 +81,7 @@ TEST_F(ConfigFileTest, from_env_takes_the_file_below_the_environment) {
   EXPECT_NE(config.fallback_dir->filename().string().find("tropical-"), std::string::npos);
 }
 
-// Issue 27, item 9: 20 writers of 10 keys at once; every key survives (read-modify-write under the lock).
+// 20 writers of 10 keys at once; every key survives (read-modify-write under the lock).
 TEST_F(ConfigFileTest, concurrent_updates_of_different_keys_all_survive) {
   std::vector<std::thread> writers;
   std::atomic<int> failed{0};
@@ -113,7 +113,7 @@ TEST_F(ConfigFileTest, update_waits_for_the_lock_no_longer_than_asked) {
   EXPECT_EQ(conf_value(dir_, "max_size"), "1G");
 }
 
-// Issue 27, item 11: a file of 500 bad lines is three warnings and a count, not 500 warnings.
+// A file of 500 bad lines is three warnings and a count, not 500 warnings.
 TEST_F(ConfigFileTest, bad_lines_are_warned_about_a_few_times_then_counted) {
   std::string text;
   for (int i = 0; i < 500; ++i) text += "not a setting " + std::to_string(i) + "\n";
@@ -126,7 +126,7 @@ TEST_F(ConfigFileTest, bad_lines_are_warned_about_a_few_times_then_counted) {
   EXPECT_NE(err.find("and 497 more lines"), std::string::npos) << err;
 }
 
-// Issue 27, items 4 and 11: `tropical config` refuses control characters; a hand-edited value holding one
+// `tropical config` refuses control characters; a hand-edited value holding one
 // (an escape sequence, a stray byte) is not a setting either, and its warning shows none of them.
 TEST_F(ConfigFileTest, values_holding_control_characters_are_ignored_with_a_printable_warning) {
   ::testing::internal::CaptureStderr();
@@ -177,7 +177,7 @@ TEST_F(ConfigFileTest, update_leaves_a_file_with_lines_it_cannot_keep_as_it_is_a
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), text);
 }
 
-// Issue 27, items 1-3: tropical.conf comes in by the same door as the key files.
+// The file tropical.conf comes in by the same door as the key files.
 TEST_F(ConfigFileTest, fifo_or_link_under_the_name_is_ignored_at_once) {
   ASSERT_EQ(::mkfifo((dir_ / kConfigFileName).c_str(), 0600), 0);
   const auto start = std::chrono::steady_clock::now();

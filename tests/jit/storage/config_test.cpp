@@ -127,7 +127,7 @@ TEST_F(CacheConfigFromEnv, malformed_size_warns_once_and_keeps_the_default) {
   }
 }
 
-TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_tier_off) {
+TEST_F(CacheConfigFromEnv, disable_variable_turns_the_disk_store_off) {
   for (const char* text : {"1", "true", "yes", "ON"}) {
     ::setenv("TROPICAL_CACHE_DISABLE", text, 1);
     EXPECT_FALSE(CacheConfig::from_env().enabled) << text;

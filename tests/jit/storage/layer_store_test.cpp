@@ -7,7 +7,7 @@
 
 #include "test_support.hpp"
 #include "tropical/storage/promotion.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 
 namespace tropical::storage {
 namespace {
@@ -38,17 +38,17 @@ class LayerStoreTest : public LocalStoreTest {
 
 TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_nothing) {
   const fs::path layer = warmed_layer({1, 2});
-  Tiers tiers(with_layer(layer));
-  ASSERT_EQ(tiers.list().size(), 2u);
+  StoreChain stores(with_layer(layer));
+  ASSERT_EQ(stores.list().size(), 2u);
   bool compiled = true;
-  const CompiledImage image = tiers.get_or_compile(
+  const CompiledImage image = stores.get_or_compile(
       make_key(1), [] { return make_image(99); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(image.cubin, make_image(1).cubin);
-  ASSERT_TRUE(tiers.finish_promotions());
-  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
-  EXPECT_FALSE(fs::exists(tiers.primary().entry_path(make_key(2))));
-  const TierInfo info = tiers.list()[1]->describe();
+  ASSERT_TRUE(stores.finish_promotions());
+  EXPECT_TRUE(fs::exists(stores.primary().entry_path(make_key(1))));
+  EXPECT_FALSE(fs::exists(stores.primary().entry_path(make_key(2))));
+  const StoreInfo info = stores.list()[1]->describe();
   EXPECT_TRUE(info.usable);
   EXPECT_EQ(info.entries, 2u);
   EXPECT_EQ(info.hits, 1u);
@@ -57,18 +57,18 @@ TEST_F(LayerStoreTest, hit_in_a_layer_is_promoted_into_the_primary_and_compiles_
 // The caller of a layer hit reads the CUBIN only; the copier reads the entry again, whole, uncounted.
 TEST_F(LayerStoreTest, a_layer_hit_copies_the_whole_entry_though_the_caller_read_only_its_cubin) {
   const fs::path layer = warmed_layer({1});
-  Tiers tiers(with_layer(layer));
+  StoreChain stores(with_layer(layer));
   bool compiled = true;
-  const CompiledImage image = tiers.get_or_compile(
+  const CompiledImage image = stores.get_or_compile(
       make_key(1), [] { return make_image(99); }, &compiled, ImageParts::kCubin);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(image.cubin, make_image(1).cubin);
   EXPECT_TRUE(image.ptx.empty());
-  ASSERT_TRUE(tiers.finish_promotions());
-  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(stores.finish_promotions());
+  const auto copied = stores.primary().load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(copied.has_value());
   EXPECT_TRUE(same(*copied, make_image(1))) << "the copy holds the PTX the caller did not read";
-  EXPECT_EQ(tiers.list()[1]->describe().hits, 1u) << "the copier's read is no second hit";
+  EXPECT_EQ(stores.list()[1]->describe().hits, 1u) << "the copier's read is no second hit";
 
   // reread(): the whole entry, verified, not counted; a damaged entry is a miss.
   LayerStore store(layer, LogLevel::kOff, true);
@@ -140,14 +140,14 @@ TEST_F(LayerStoreTest, tampered_entry_is_a_miss_and_the_layer_is_never_written) 
   const fs::path layer = warmed_layer({1});
   const fs::path entry = tamper(layer, true);
   const auto before = fs::last_write_time(entry);
-  Tiers tiers(with_layer(layer));
+  StoreChain stores(with_layer(layer));
   bool compiled = false;
-  tiers.get_or_compile(
+  stores.get_or_compile(
       make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubin);
   EXPECT_TRUE(compiled);
   EXPECT_EQ(fs::last_write_time(entry), before);
-  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
-  EXPECT_FALSE(tiers.list()[1]->can_store());
+  EXPECT_TRUE(fs::exists(stores.primary().entry_path(make_key(1))));
+  EXPECT_FALSE(stores.list()[1]->can_store());
 }
 
 // A damaged PTX: a caller that reads the CUBIN (verified by its own checksum) is served, as from the primary;
@@ -157,21 +157,21 @@ TEST_F(LayerStoreTest, tampered_ptx_serves_the_cubin_copies_nothing_and_is_a_mis
   const fs::path entry = tamper(layer, false);
   const auto before = fs::last_write_time(entry);
   {
-    Tiers tiers(with_layer(layer));
+    StoreChain stores(with_layer(layer));
     bool compiled = true;
-    const CompiledImage image = tiers.get_or_compile(
+    const CompiledImage image = stores.get_or_compile(
         make_key(1), [] { return make_image(99); }, &compiled, ImageParts::kCubin);
     EXPECT_FALSE(compiled);
     EXPECT_EQ(image.cubin, make_image(1).cubin);
-    ASSERT_TRUE(tiers.finish_promotions());
-    EXPECT_FALSE(fs::exists(tiers.primary().entry_path(make_key(1))));
+    ASSERT_TRUE(stores.finish_promotions());
+    EXPECT_FALSE(fs::exists(stores.primary().entry_path(make_key(1))));
   }
-  Tiers tiers(with_layer(layer));
+  StoreChain stores(with_layer(layer));
   bool compiled = false;
-  tiers.get_or_compile(
+  stores.get_or_compile(
       make_key(1), [] { return make_image(1); }, &compiled, ImageParts::kCubinAndPtx);
   EXPECT_TRUE(compiled);
-  EXPECT_TRUE(fs::exists(tiers.primary().entry_path(make_key(1))));
+  EXPECT_TRUE(fs::exists(stores.primary().entry_path(make_key(1))));
   EXPECT_EQ(fs::last_write_time(entry), before);
 }
 
@@ -229,7 +229,7 @@ TEST_F(LayerStoreTest, primary_that_cannot_be_created_falls_back_to_a_private_di
   EXPECT_EQ(fs::status(root_ / "fallback").permissions(), fs::perms::owner_all);
 }
 
-// Issue 27, item 11: root's --cache-dir /etc (or /dev, /usr, ...) is not adopted as a cache. The child mounts a
+// Root's --cache-dir /etc (or /dev, /usr, ...) is not adopted as a cache. The child mounts a
 // private tmpfs over /etc first, so that a failure of this test writes into that, not into the real /etc.
 TEST_F(LayerStoreTest, system_directory_is_not_adopted_as_a_cache) {
   Child child(
@@ -250,7 +250,7 @@ TEST_F(LayerStoreTest, system_directory_is_not_adopted_as_a_cache) {
   EXPECT_NE(out.err.find("a system directory"), std::string::npos) << out.err;
 }
 
-// Issue 27, item 8: the fallback under a shared $TMPDIR is not opened through a link another user planted
+// The fallback under a shared $TMPDIR is not opened through a link another user planted
 // under its name (with fs.protected_symlinks=0, as in many containers); the target stays untouched.
 TEST_F(LayerStoreTest, fallback_planted_as_a_symbolic_link_is_not_followed) {
   const fs::path blocked = root_ / "a-file";

@@ -1,4 +1,4 @@
-// The local directory tier against damaged entries (every kind of damage, old formats, another
+// The local directory store against damaged entries (every kind of damage, old formats, another
 // key under the name) and its file-security rules (modes, symlinks, owners, FIFOs).
 #include "tropical/storage/local_store.hpp"
 

@@ -1,4 +1,4 @@
-// The local directory tier degrading with one warning and never failing the caller: unusable paths,
+// The local directory store degrading with one warning and never failing the caller: unusable paths,
 // file-size limits, full disks, removed directories, a disabled cache.
 #include "tropical/storage/local_store.hpp"
 
@@ -256,7 +256,7 @@ TEST_F(LocalStoreTest, disabled_cache_never_touches_the_disk) {
   EXPECT_FALSE(fs::exists(dir_));
 }
 
-// Issue 27, item 11: a directory planted under an entry's name is named in the warning and left alone.
+// A directory planted under an entry's name is named in the warning and left alone.
 TEST_F(LocalStoreTest, directory_planted_under_an_entry_name_is_named_and_left_alone) {
   LocalStore cache(config());
   ASSERT_TRUE(cache.enabled());

@@ -1,4 +1,4 @@
-// The local directory tier under several processes and threads, writers killed at each stage,
+// The local directory store under several processes and threads, writers killed at each stage,
 // and the size limit (eviction racing with readers).
 #include "tropical/storage/local_store.hpp"
 
@@ -286,7 +286,7 @@ TEST_F(LocalStoreTest, entry_just_written_is_kept_even_above_the_limit) {
   EXPECT_TRUE(same(*loaded, cubin_only(make_image(2))));
 }
 
-// Issue 27, item 7: what this store's eviction removed is told apart from what someone else removed (a
+// What this store's eviction removed is told apart from what someone else removed (a
 // `tropical clear`, another process's eviction), so that warm blames the size limit only for the first.
 TEST_F(LocalStoreTest, it_remembers_the_entries_its_own_eviction_removed_and_no_others) {
   const std::uint64_t size = entry_size();

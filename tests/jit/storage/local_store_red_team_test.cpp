@@ -1,4 +1,4 @@
-// Issue 10's red-team families against the local directory tier: nothing in the cache directory can
+// Red-team families against the local directory store: nothing in the cache directory can
 // kill, freeze or rob the caller. No signal is masked or ignored by these tests.
 #include "tropical/storage/local_store.hpp"
 
@@ -14,7 +14,7 @@ namespace {
 using namespace test;
 
 // ---------------------------------------------------------------------------
-// Issue 10's red-team families: nothing in the cache directory can kill,
+// Red-team families: nothing in the cache directory can kill,
 // freeze or rob the caller. No signal is masked or ignored by these tests.
 
 // The lock stripe of key: the first byte of its digest.

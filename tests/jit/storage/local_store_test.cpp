@@ -1,4 +1,4 @@
-// The local directory tier, one process: hits, misses, parts of an entry, write stages, statistics,
+// The local directory store, one process: hits, misses, parts of an entry, write stages, statistics,
 // clear, info, remove and listing. The other families are in local_store_*_test.cpp beside it.
 #include "tropical/storage/local_store.hpp"
 

@@ -92,7 +92,7 @@ TEST_F(StatsFileTest, foreign_files_under_its_name_are_refused_and_left_alone) {
   EXPECT_FALSE(fs::exists(dir_ / "elsewhere")) << "a symlink is never followed";
 }
 
-// Issue 27, item 11: an empty or FIFO statistics file is named as such, not as a "Protocol error".
+// An empty or FIFO statistics file is named as such, not as a "Protocol error".
 TEST_F(StatsFileTest, foreign_files_are_refused_with_their_reason_in_words) {
   { std::ofstream empty(path()); }
   StatsFile stats;

@@ -114,7 +114,7 @@ TEST(KeyFiles, trusted_list_keeps_good_keys_and_reports_bad_ones) {
   EXPECT_NE(errors[0].find("nope.pem"), std::string::npos);
 }
 
-// Issue 27, item 11: keygen into a directory others can write says no (they could replace the keys).
+// Keygen into a directory others can write says no (they could replace the keys).
 TEST(KeyFiles, keygen_refuses_a_directory_others_can_write) {
   TempDir tmp;
   const auto open_dir = tmp.path() / "open";
@@ -128,7 +128,7 @@ TEST(KeyFiles, keygen_refuses_a_directory_others_can_write) {
   EXPECT_TRUE(write_key_pair(open_dir, &error)) << error;
 }
 
-// Issue 27, items 1-3: key files come in through the one door (trusted_file.hpp).
+// Key files come in through the one door (trusted_file.hpp).
 
 TEST(KeyFiles, fifo_at_a_key_path_is_refused_at_once) {
   TempDir tmp;

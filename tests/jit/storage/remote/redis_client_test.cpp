@@ -244,7 +244,7 @@ TEST(RedisClient, bytes_that_are_not_the_protocol_fail_the_call) {
   }
 }
 
-// Issue 27, item 10: a hostile server costs no more than the documented bound, and no memory for what it
+// A hostile server costs no more than the documented bound, and no memory for what it
 // announces. (hiredis's own objects calloc'ed the 2,000,000,000 pointers first: 6.5 s per call.)
 TEST(RedisClient, huge_array_header_is_refused_at_once) {
   FakeServer fake("*2000000000\r\n");
@@ -302,7 +302,7 @@ class PeakRss {
   std::optional<std::size_t> start_;
 };
 
-// Issue 27, item 10: a value costs one buffer of its size (a 250 MB value cost 807 MB before: hiredis's
+// A value costs one buffer of its size (a 250 MB value cost 807 MB before: hiredis's
 // reader buffer, its reply object, then our copy). A value just under the cap, read whole: one buffer (1.0x
 // measured; 1.5x allowed).
 TEST(RedisClient, a_large_value_costs_one_buffer_of_its_size_in_memory) {

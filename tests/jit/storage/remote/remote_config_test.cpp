@@ -69,7 +69,7 @@ TEST_F(RemoteConfig, bad_url_is_one_warning_and_off) {
   EXPECT_NE(s.warnings[0].find("remote cache off"), std::string::npos);
 }
 
-// Issue 27, item 11: what the environment says is echoed with its control characters shown as '?'.
+// What the environment says is echoed with its control characters shown as '?'.
 TEST_F(RemoteConfig, warnings_echo_no_control_characters_of_urls_durations_or_key_paths) {
   Settings s;
   s.values["TROPICAL_REMOTE_CACHE"] = "redis://\x1b[2Jnowhere";
@@ -256,7 +256,7 @@ TEST_F(RemoteConfig, setting_problem_accepts_what_remote_options_reads_and_names
   EXPECT_TRUE(setting_problem("TROPICAL_CACHE_DIR", "/x"));
 }
 
-// Issue 27, item 4: a value is one line of tropical.conf; a line break in it would set another key.
+// A value is one line of tropical.conf; a line break in it would set another key.
 TEST_F(RemoteConfig, setting_problem_refuses_control_characters_and_climbing_key_paths) {
   for (const std::string_view name : kRemoteSettingNames) {
     for (const std::string value : {"/etc/k.pem\nremote_unsigned = 1", "/etc/k.pem\r", "/etc/\x1b[2Jk.pem", "1\n"}) {
@@ -270,7 +270,7 @@ TEST_F(RemoteConfig, setting_problem_refuses_control_characters_and_climbing_key
   EXPECT_FALSE(setting_problem("TROPICAL_REMOTE_TRUSTED_KEYS", "/etc/tropical/..k.pem"));
 }
 
-// Issue 27, item 3: a key file others can write is refused with one warning naming the file; the node is off
+// A key file others can write is refused with one warning naming the file; the node is off
 // when it was the only key.
 TEST_F(RemoteConfig, key_file_others_can_write_is_refused_with_a_warning_naming_it) {
   ASSERT_EQ(::chmod(keys_->public_key.c_str(), 0666), 0);

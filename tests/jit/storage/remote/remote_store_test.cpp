@@ -235,7 +235,7 @@ TEST_F(RemoteStoreTest, eight_nodes_cold_on_one_key_elect_one_leader) {
   EXPECT_EQ(warnings_.count(), 0u) << warnings_.text();
 }
 
-// Issue 22's window, ordered by the hook (no sleeps): the follower's lookup misses, then the leader
+// The lease's window, ordered by the hook (no sleeps): the follower's lookup misses, then the leader
 // publishes and lets its lease go, then the follower takes the free lease. Double-checked, it ends as a
 // hit with the lease given back, not as a second leader that compiles again.
 TEST_F(RemoteStoreTest, lease_taken_after_the_leader_finished_ends_as_a_hit) {
@@ -345,7 +345,7 @@ TEST_F(RemoteStoreTest, dead_remote_makes_every_flight_compile_alone_within_the_
   EXPECT_EQ(store.stats().skipped, 2u);
 }
 
-// Issue 27, item 11: a server's error text reaches stderr without the escape sequences or bells it holds.
+// A server's error text reaches stderr without the escape sequences or bells it holds.
 TEST(RemoteStoreHostile, error_reply_reaches_the_warning_without_control_characters) {
   FakeServer fake("-ERR \x1b[2J\x1b]0;owned\x07 gone\r\n");
   RemoteOptions o;

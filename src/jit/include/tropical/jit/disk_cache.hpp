@@ -6,11 +6,11 @@
 #include "tropical/storage/config.hpp"
 #include "tropical/storage/key.hpp"
 #include "tropical/storage/local_store.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 
 namespace tropical::jit {
 
-/// The local directory tier under its name before the storage split.
+/// The local directory store under its name before the storage split.
 using DiskCache = storage::LocalStore;
 
 }  // namespace tropical::jit

@@ -20,7 +20,7 @@
 #include "tropical/jit/nvrtc.hpp"
 #include "tropical/storage/config.hpp"
 #include "tropical/storage/local_store.hpp"
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 #include "tropical/jit/tiers.hpp"
 #include "tropical/jit/zero_pages.hpp"
 
@@ -69,8 +69,8 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// of the process. Knows nothing of what the kernels compute.
 ///
 /// First use of (kernel, device): the image for the device's sm_XY is taken
-/// from memory (the first tier: this registry's image slots), else the
-/// persistent tiers in order (storage::Tiers: the local directory, then whatever the
+/// from memory (the first store: this registry's image slots), else the
+/// persistent stores in order (storage::StoreChain: the local directory, then whatever the
 /// configuration adds), else compiled by NVRTC (one fragment, the fixed
 /// compile_options()), then loaded with cuModuleLoadData in the device's
 /// primary context. Images are shared by devices of the same arch.
@@ -79,10 +79,10 @@ using WarmProgress = std::function<void(std::size_t done, std::size_t total, std
 /// (the quick fragments and the kernels with one tier) is, on a device of the
 /// PTX's arch or newer, made by the driver's JIT from that PTX instead of by
 /// NVRTC, and stored under jit_cache_key(); an NVRTC image of the fragment in
-/// the tiers (tropical warm, a layer) still serves first, and a JIT the
+/// the stores (tropical warm, a layer) still serves first, and a JIT the
 /// driver refuses falls back to NVRTC. Both give the same arithmetic.
 ///
-/// storage::Tiers (a TierConfig with a quick table; README, "First use"): a first use
+/// Tiered first use (a TierConfig with a quick table; DESIGN.md, "Tiers"): a first use
 /// that finds no tuned image in memory or on disk loads and publishes the
 /// quick kernel (compiled in ~0.1 s) and queues the tuned compile on a
 /// bounded background pool; once loaded, the tuned kernel replaces it for
@@ -105,7 +105,7 @@ class Registry {
   static constexpr int kMaxDevices = 64;
 
   /// A registry over `catalog` (entry i must have id i) with the storage
-  /// tiers configured by `cache` and first use set up by `tiers` (default:
+  /// stores configured by `cache` and first use set up by `tiers` (default:
   /// one kernel tier). Compiles nothing until asked.
   Registry(Catalog catalog, storage::CacheConfig cache, TierConfig tiers = {});
   /// Drops background jobs not started, waits for those running, unloads every module.
@@ -145,8 +145,8 @@ class Registry {
   const CompiledImage& image(std::uint32_t id, int arch) { return image(id, arch, Tier::kTuned); }
 
   /// The same for one tier (kQuick of a kernel with one tier: InvalidArgument).
-  /// `parts` is what the first call reads and verifies from a tier: warm()
-  /// asks for the whole entry, so that a lower tier's entry with a damaged PTX
+  /// `parts` is what the first call reads and verifies from a store: warm()
+  /// asks for the whole entry, so that a lower store's entry with a damaged PTX
   /// is a miss it compiles (and stores) rather than a hit it cannot copy.
   const CompiledImage& image(std::uint32_t id, int arch, Tier tier, storage::ImageParts parts = storage::ImageParts::kCubin);
 
@@ -166,11 +166,11 @@ class Registry {
   /// The catalog this registry serves.
   Catalog catalog() const noexcept { return catalog_; }
 
-  /// The local directory tier (statistics, clear, info, entry paths).
-  storage::LocalStore& disk() noexcept { return tiers_->primary(); }
+  /// The local directory store (statistics, clear, info, entry paths).
+  storage::LocalStore& disk() noexcept { return stores_->primary(); }
 
-  /// Every persistent tier, in lookup order.
-  storage::Tiers& tiers() noexcept { return *tiers_; }
+  /// Every persistent store, in lookup order.
+  storage::StoreChain& stores() noexcept { return *stores_; }
 
   /// The disk-cache key of kernel `id` (of one tier) for sm_<arch>; computing it loads no NVRTC.
   storage::CacheKey cache_key(std::uint32_t id, int arch, Tier tier = Tier::kTuned) const;
@@ -216,7 +216,7 @@ class Registry {
   const KernelSource& source(std::uint32_t id, Tier tier) const;
   const ShippedPtx* shipped_ptx(std::uint32_t id, int arch, Tier tier) const noexcept;
   // The image for a device: from shipped PTX through the driver's JIT where
-  // the kernel ships it (an NVRTC image in the tiers still serves first), else image().
+  // the kernel ships it (an NVRTC image in the stores still serves first), else image().
   const CompiledImage& device_image(std::uint32_t id, int device, int arch, Tier tier);
   void fetch(ImageSlot& slot, std::uint32_t id, int arch, Tier tier, storage::ImageParts parts);
   CompiledImage tracked_compile(std::uint32_t id, Tier tier, const std::function<CompiledImage()>& run);
@@ -224,7 +224,7 @@ class Registry {
 
   Catalog catalog_;
   TierConfig tier_config_;
-  std::unique_ptr<storage::Tiers> tiers_;
+  std::unique_ptr<storage::StoreChain> stores_;
   // Indexed id * kMaxDevices + device, in zero pages: a new registry makes no slot.
   AtomicPointers<const Resolved> current_;
   // The tuned kernel once it is published for every call (kernel()'s hot path), else null.

@@ -28,7 +28,7 @@ enum class WriteStage { kLocked, kCompiled, kTempWritten, kSynced, kRenamed };
 struct CacheConfig {
   std::filesystem::path dir;                                     ///< entries live here
   std::uint64_t max_bytes = kDefaultCacheMaxBytes;               ///< LRU eviction above this
-  bool enabled = true;                                           ///< false: no disk tier at all
+  bool enabled = true;                                           ///< false: no disk store at all
   std::chrono::milliseconds lock_timeout = kDefaultLockTimeout;  ///< longest wait for another compile
   LogLevel log = LogLevel::kOff;                                 ///< decision log on stderr
   std::vector<std::filesystem::path> layers;                     ///< read-only layers after the primary

@@ -14,7 +14,7 @@
 //
 // Format: one `key = value` per line; blank lines and lines starting with '#' are ignored; spaces around the
 // key and the value are dropped. Keys are lower-case words; an unknown key is kept (a newer version or
-// another tier may know it) and reported once per process. The environment overrides every key.
+// another store may know it) and reported once per process. The environment overrides every key.
 
 namespace tropical::storage {
 
@@ -28,7 +28,7 @@ inline constexpr std::string_view kConfigLockName = "tropical.conf.lock";
 inline constexpr std::uint64_t kMaxConfigFileBytes = 64 << 10;
 
 /// True for a key this version understands (for `tropical config` and the warning): max_size (a size, see
-/// parse_size), layers (a colon list of absolute directories), and the fleet tier's `remote` and `remote_*`
+/// parse_size), layers (a colon list of absolute directories), and the fleet store's `remote` and `remote_*`
 /// (remote_config.hpp: each TROPICAL_REMOTE_* variable's value).
 bool is_known_config_key(std::string_view key) noexcept;
 
@@ -71,7 +71,7 @@ class ConfigFile {
   std::size_t dropped_ = 0;  // lines parse() skipped (not key = value, control characters)
 };
 
-/// The value of key in <primary_dir>/tropical.conf (see ConfigFile::load), or nullopt; for tiers that read
+/// The value of key in <primary_dir>/tropical.conf (see ConfigFile::load), or nullopt; for stores that read
 /// their own settings (the environment should be checked first by the caller).
 std::optional<std::string> conf_value(const std::filesystem::path& primary_dir, std::string_view key);
 

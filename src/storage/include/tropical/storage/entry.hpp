@@ -56,7 +56,7 @@ std::vector<std::uint8_t> encode_entry(std::string_view serialized_key, const Co
 /// is allocated or read, and nothing at all is read from a file over kMaxEntryBytes. Uses pread only.
 EntryRead read_entry(int fd, std::uint64_t file_size, std::string_view serialized_key, ImageParts parts);
 
-/// read_entry() over bytes already in memory (an entry received from the remote tier), with the same checks.
+/// read_entry() over bytes already in memory (an entry received from the fleet store), with the same checks.
 EntryRead decode_entry(std::span<const std::uint8_t> bytes, std::string_view serialized_key, ImageParts parts);
 
 /// The serialized key stored in the entry open on fd (header and key only, key at most 64 KiB), with the

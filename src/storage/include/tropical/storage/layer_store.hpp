@@ -43,7 +43,7 @@ class LayerStore final : public Store {
   /// Counts nothing: a compile is never stored here.
   void count_compile(std::uint64_t compile_ns) override { (void)compile_ns; }
   /// Path, trusted or refused and why, entries and bytes present, this process's hits and misses.
-  TierInfo describe() const override;
+  StoreInfo describe() const override;
   /// True if the directory is open and trusted.
   bool trusted() const noexcept;
   /// The layer's directory.

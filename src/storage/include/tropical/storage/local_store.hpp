@@ -32,7 +32,7 @@ struct StoredEntry {
   std::uint32_t format = 0;     ///< the format version the key was written with (0 without a key)
 };
 
-/// The primary tier: a directory of entries shared by every process of the user on the machine.
+/// The primary store: a directory of entries shared by every process of the user on the machine.
 ///
 /// Directory policy: created 0700 if missing; an existing directory of another user is not used, unless it is
 /// a team directory (setgid, group-writable, not world-writable, of a group this user is in): there entries
@@ -83,8 +83,8 @@ class LocalStore final : public Store {
   /// blocks on a writer; a bad entry counts as an error and a miss.
   std::optional<CompiledImage> load(const CacheKey& key, ImageParts parts = ImageParts::kCubin);
   /// The image for key from this directory alone, else compiled by compile() while holding the key's
-  /// single flight (after looking again) and stored; see Tiers::get_or_compile, which this is for a list of
-  /// one tier. Exceptions from compile() propagate and nothing is stored.
+  /// single flight (after looking again) and stored; see StoreChain::get_or_compile, which this is for a list of
+  /// one store. Exceptions from compile() propagate and nothing is stored.
   CompiledImage get_or_compile(const CacheKey& key, const std::function<CompiledImage()>& compile,
                                bool* compiled = nullptr, ImageParts parts = ImageParts::kCubin);
 
@@ -122,7 +122,7 @@ class LocalStore final : public Store {
   /// The configured directory when it could not store and the fallback is used instead, else empty.
   const std::filesystem::path& fell_back_from() const noexcept;
   /// See Store::describe: read-write, read-only or unusable and why; this user's entries; machine-wide hits.
-  TierInfo describe() const override;
+  StoreInfo describe() const override;
 
  private:
   struct Impl;

@@ -17,10 +17,10 @@
 
 namespace tropical::storage {
 
-/// Copies of a lower tier's hit (a read-only layer, the remote) into the writable tiers above it, written on
+/// Copies of a lower store's hit (a read-only layer, the remote) into the writable stores above it, written on
 /// one background thread so that the first use the hit serves does not wait for the write (a whole entry,
 /// ~0.2 MB, into a new file, then a rename and the eviction pass: most of a layer hit's time), nor, from a
-/// tier that can be read again (a layer), for the read of the PTX that only the copy needs. The copy is
+/// store that can be read again (a layer), for the read of the PTX that only the copy needs. The copy is
 /// the one the walk would have written, with the same checks; the worker starts on the first copy, and the
 /// process's exit waits for every copy queued (at most exit_guard::kWaitSeconds), so a short-lived process
 /// still leaves its hits promoted. Where no worker can run (the queue is full, no thread can start, the
@@ -36,8 +36,8 @@ class Promotions {
   Promotions(const Promotions&) = delete;
   Promotions& operator=(const Promotions&) = delete;
 
-  /// Stores image (whole: CUBIN and PTX) under key in each tier of into that can store, then runs its
-  /// after_store(); in the background when it can. The tiers must outlive this object.
+  /// Stores image (whole: CUBIN and PTX) under key in each store of into that can store, then runs its
+  /// after_store(); in the background when it can. The stores must outlive this object.
   void copy(const StoreKey& key, CompiledImage image, std::vector<Store*> into) noexcept;
 
   /// The same for a hit of `from` (rereadable()) that the caller read in part: the copier reads the

@@ -20,7 +20,7 @@ enum class FlightStep {
   kMissed,  ///< a lookup missed; the lease (or, on a read-only node, the check for a writer's) comes next
 };
 
-/// Everything the remote tier needs: where, how long to wait, who signs, whom to trust.
+/// Everything the fleet store needs: where, how long to wait, who signs, whom to trust.
 struct RemoteOptions {
   ClientOptions client;                                  ///< endpoint and timeouts
   std::chrono::milliseconds ttl{std::chrono::hours(24 * 30)};  ///< entry lifetime, refreshed on every hit

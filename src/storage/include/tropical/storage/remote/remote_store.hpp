@@ -92,7 +92,7 @@ struct FleetFlight {
   Lease lease;               ///< kLeader: the lease
 };
 
-/// The fleet tier over one Redis: lookups of signed entries with TTL refresh, publishing, and
+/// The fleet store over one Redis: lookups of signed entries with TTL refresh, publishing, and
 /// cross-machine single flight by lease. Keys are `tropical:<format>:<hex digest>`, leases
 /// `tropical:lock:<format>:<hex digest>`. The entry bytes are opaque here: the caller checks
 /// them as it checks any entry (checksum, full key). All members are thread-safe, never throw

@@ -1,7 +1,7 @@
-// The walk over the ordered list of tiers: promotion of a lower tier's hit,
+// The walk over the ordered list of stores: promotion of a lower store's hit,
 // compiling without storing when the single flight is not ours, and the
 // decision log (TROPICAL_LOG) explaining each miss in one line.
-#include "tropical/storage/tiers.hpp"
+#include "tropical/storage/store_chain.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,10 +15,10 @@ namespace {
 
 using namespace test;
 
-// Another directory as a read-only tier (what the layers issue adds): it answers lookups, never stores.
-class ReadOnlyTier final : public Store {
+// Another directory as a read-only store (as a layer is): it answers lookups, never stores.
+class ReadOnlyStore final : public Store {
  public:
-  explicit ReadOnlyTier(CacheConfig config) : dir_(std::move(config)), name_("read-only " + dir_.name()) {}
+  explicit ReadOnlyStore(CacheConfig config) : dir_(std::move(config)), name_("read-only " + dir_.name()) {}
   const std::string& name() const noexcept override { return name_; }
   Lookup lookup(const StoreKey& key, ImageParts parts) override {
     ++lookups;
@@ -42,8 +42,8 @@ class ReadOnlyTier final : public Store {
   std::string name_;
 };
 
-// A writable tier whose single flight is always held by someone stuck.
-class StuckTier final : public Store {
+// A writable store whose single flight is always held by someone stuck.
+class StuckStore final : public Store {
  public:
   const std::string& name() const noexcept override { return name_; }
   Lookup lookup(const StoreKey&, ImageParts) override { return {}; }
@@ -65,7 +65,7 @@ class StuckTier final : public Store {
   std::string name_ = "stuck";
 };
 
-class TiersTest : public LocalStoreTest {
+class StoreChainTest : public LocalStoreTest {
  protected:
   CacheConfig below() const {
     CacheConfig c;
@@ -74,33 +74,33 @@ class TiersTest : public LocalStoreTest {
   }
 };
 
-TEST_F(TiersTest, hit_in_a_lower_tier_is_copied_up_whole_and_returned_with_the_parts_asked) {
+TEST_F(StoreChainTest, hit_in_a_lower_store_is_copied_up_whole_and_returned_with_the_parts_asked) {
   {
     LocalStore layer(below());
     layer.get_or_compile(make_key(1), [] { return make_image(1); });
   }
-  auto layer = std::make_unique<ReadOnlyTier>(below());
-  ReadOnlyTier& lower = *layer;
+  auto layer = std::make_unique<ReadOnlyStore>(below());
+  ReadOnlyStore& lower = *layer;
   std::vector<std::unique_ptr<Store>> others;
   others.push_back(std::move(layer));
-  Tiers tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
-  ASSERT_EQ(tiers.list().size(), 2u);
+  StoreChain stores(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+  ASSERT_EQ(stores.list().size(), 2u);
   bool compiled = true;
-  const auto image = tiers.get_or_compile(
+  const auto image = stores.get_or_compile(
       make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_TRUE(same(image, cubin_only(make_image(1))));
   EXPECT_EQ(lower.last_parts, ImageParts::kCubinAndPtx) << "a copy written up needs the PTX";
-  ASSERT_TRUE(tiers.finish_promotions()) << "the copy is written in the background";
-  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(stores.finish_promotions()) << "the copy is written in the background";
+  const auto copied = stores.primary().load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(copied.has_value()) << "copied into the primary";
   EXPECT_TRUE(same(*copied, make_image(1)));
-  EXPECT_EQ(tiers.primary().process_stats().misses, 1u);
+  EXPECT_EQ(stores.primary().process_stats().misses, 1u);
   EXPECT_EQ(lower.dir().process_stats().hits, 1u);
 
   // Next time the primary answers, and the layer is not asked.
   const int asked = lower.lookups;
-  tiers.get_or_compile(
+  stores.get_or_compile(
       make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(lower.lookups, asked);
@@ -108,41 +108,41 @@ TEST_F(TiersTest, hit_in_a_lower_tier_is_copied_up_whole_and_returned_with_the_p
 }
 
 // The tuned check of tiered first use (registry.cpp): is the image anywhere, without compiling or waiting.
-TEST_F(TiersTest, find_looks_through_every_tier_copies_a_lower_hit_up_and_never_compiles_or_waits) {
+TEST_F(StoreChainTest, find_looks_through_every_store_copies_a_lower_hit_up_and_never_compiles_or_waits) {
   {
     LocalStore layer(below());
     layer.get_or_compile(make_key(1), [] { return make_image(1); });
   }
-  auto layer = std::make_unique<ReadOnlyTier>(below());
-  ReadOnlyTier& lower = *layer;
+  auto layer = std::make_unique<ReadOnlyStore>(below());
+  ReadOnlyStore& lower = *layer;
   std::vector<std::unique_ptr<Store>> others;
   others.push_back(std::move(layer));
-  Tiers tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+  StoreChain stores(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
 
-  EXPECT_FALSE(tiers.find(make_key(2)).has_value()) << "in no tier: nullopt, nothing compiled";
-  EXPECT_EQ(tiers.primary().process_stats().misses, 0u) << "a find counts no miss: the walk after it does";
+  EXPECT_FALSE(stores.find(make_key(2)).has_value()) << "in no store: nullopt, nothing compiled";
+  EXPECT_EQ(stores.primary().process_stats().misses, 0u) << "a find counts no miss: the walk after it does";
 
-  const auto found = tiers.find(make_key(1));
-  ASSERT_TRUE(found.has_value()) << "found in the lower tier";
+  const auto found = stores.find(make_key(1));
+  ASSERT_TRUE(found.has_value()) << "found in the lower store";
   EXPECT_TRUE(same(*found, cubin_only(make_image(1))));
-  ASSERT_TRUE(tiers.finish_promotions());
-  const auto copied = tiers.primary().load(make_key(1), ImageParts::kCubinAndPtx);
+  ASSERT_TRUE(stores.finish_promotions());
+  const auto copied = stores.primary().load(make_key(1), ImageParts::kCubinAndPtx);
   ASSERT_TRUE(copied.has_value()) << "copied into the primary, whole";
   EXPECT_TRUE(same(*copied, make_image(1)));
   const int asked = lower.lookups;
-  EXPECT_TRUE(tiers.find(make_key(1)).has_value());
+  EXPECT_TRUE(stores.find(make_key(1)).has_value());
   EXPECT_EQ(lower.lookups, asked) << "the primary answers now";
 
-  // A writable tier whose flight someone holds: find neither waits nor compiles.
-  StuckTier stuck;
+  // A writable store whose flight someone holds: find neither waits nor compiles.
+  StuckStore stuck;
   Store* const list[] = {&stuck};
-  EXPECT_FALSE(find_in_tiers(list, LogLevel::kOff, make_key(1)).has_value());
+  EXPECT_FALSE(find_in_stores(list, LogLevel::kOff, make_key(1)).has_value());
   EXPECT_EQ(stuck.compiles + stuck.stores + stuck.misses, 0);
 }
 
 // A process whose kernels are all in the primary never opens a layer or reads the fleet settings (so a bad
 // one is not even warned about); the first miss makes them.
-TEST_F(TiersTest, the_tiers_below_the_primary_are_made_on_its_first_miss) {
+TEST_F(StoreChainTest, the_stores_below_the_primary_are_made_on_its_first_miss) {
   {
     LocalStore primary(config());
     primary.get_or_compile(make_key(1), [] { return make_image(1); });
@@ -152,15 +152,15 @@ TEST_F(TiersTest, the_tiers_below_the_primary_are_made_on_its_first_miss) {
   c.prebuilt_layer = false;
   Child child(
       [&] {
-        Tiers tiers(c);
+        StoreChain stores(c);
         bool compiled = true;
-        tiers.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
+        stores.get_or_compile(make_key(1), [] { return make_image(1); }, &compiled);
         if (compiled) return 1;
-        if (!tiers.find(make_key(1))) return 2;
+        if (!stores.find(make_key(1))) return 2;
         std::fputs("after the hits\n", stderr);
-        tiers.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
+        stores.get_or_compile(make_key(2), [] { return make_image(2); }, &compiled);
         if (!compiled) return 3;
-        return tiers.list().size() == 2 ? 0 : 4;
+        return stores.list().size() == 2 ? 0 : 4;
       },
       true);
   const Outcome out = child.wait();
@@ -171,12 +171,12 @@ TEST_F(TiersTest, the_tiers_below_the_primary_are_made_on_its_first_miss) {
   EXPECT_EQ(count_of(out.err.substr(hits_end), "missing-layer"), 1) << out.err;
 }
 
-// Issue 27, item 11: 500 missing layers are three warnings and a count, not 500 warnings.
-TEST_F(TiersTest, many_missing_layers_are_warned_about_a_few_times_then_counted) {
+// 500 missing layers are three warnings and a count, not 500 warnings.
+TEST_F(StoreChainTest, many_missing_layers_are_warned_about_a_few_times_then_counted) {
   CacheConfig c = config();
   for (int i = 0; i < 500; ++i) c.layers.push_back(root_ / ("missing-" + std::to_string(i)));
   c.prebuilt_layer = false;
-  Child child([&] { return Tiers(c).list().size() == 501 ? 0 : 1; }, true);
+  Child child([&] { return StoreChain(c).list().size() == 501 ? 0 : 1; }, true);
   const Outcome out = child.wait();
   EXPECT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(count_of(out.err, "warning"), 4) << out.err;
@@ -184,18 +184,18 @@ TEST_F(TiersTest, many_missing_layers_are_warned_about_a_few_times_then_counted)
 }
 
 // The copy of a lower hit is written by a background thread; a process that exits right after the hit (the
-// tiers never destroyed, as the tropical API's registry) still leaves the entry in the primary.
-TEST_F(TiersTest, a_copied_hit_is_in_the_primary_after_the_process_exits_at_once) {
+// stores never destroyed, as the tropical API's registry) still leaves the entry in the primary.
+TEST_F(StoreChainTest, a_copied_hit_is_in_the_primary_after_the_process_exits_at_once) {
   {
     LocalStore layer(below());
     layer.get_or_compile(make_key(1), [] { return make_image(1); });
   }
   Child child([&]() -> int {
     std::vector<std::unique_ptr<Store>> others;
-    others.push_back(std::make_unique<ReadOnlyTier>(below()));
-    auto* tiers = new Tiers(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
+    others.push_back(std::make_unique<ReadOnlyStore>(below()));
+    auto* stores = new StoreChain(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kOff);
     bool compiled = true;
-    tiers->get_or_compile(make_key(1), [] { return make_image(99); }, &compiled);
+    stores->get_or_compile(make_key(1), [] { return make_image(99); }, &compiled);
     std::exit(compiled ? 1 : 0);
   });
   EXPECT_EQ(child.wait().exit_code, 0);
@@ -204,11 +204,11 @@ TEST_F(TiersTest, a_copied_hit_is_in_the_primary_after_the_process_exits_at_once
   EXPECT_TRUE(same(*copied, make_image(1)));
 }
 
-TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
-  StuckTier stuck;
+TEST_F(StoreChainTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
+  StuckStore stuck;
   Store* const list[] = {&stuck};
   bool compiled = false;
-  const auto image = walk_tiers(
+  const auto image = walk_stores(
       list, LogLevel::kOff, make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(same(image, make_image(1)));
@@ -220,7 +220,7 @@ TEST_F(TiersTest, a_flight_held_by_someone_stuck_compiles_and_stores_nothing) {
 // Check, lock, check again (the local form of the window), ordered by the write hook: the first look
 // misses, another process stores the entry while this one takes the stripe lock; the look under the lock
 // finds it, and nothing is compiled.
-TEST_F(TiersTest, entry_stored_while_the_lock_was_taken_is_read_not_compiled) {
+TEST_F(StoreChainTest, entry_stored_while_the_lock_was_taken_is_read_not_compiled) {
   LocalStore other(config());
   CacheConfig c = config();
   int locked = 0;
@@ -231,16 +231,16 @@ TEST_F(TiersTest, entry_stored_while_the_lock_was_taken_is_read_not_compiled) {
   LocalStore primary(c);
   Store* const list[] = {&primary};
   bool compiled = true;
-  const auto image = walk_tiers(
+  const auto image = walk_stores(
       list, LogLevel::kOff, make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_FALSE(compiled);
   EXPECT_EQ(locked, 1);
   EXPECT_TRUE(same(image, cubin_only(make_image(1))));
 }
 
-TEST_F(TiersTest, no_tier_at_all_still_compiles) {
+TEST_F(StoreChainTest, no_store_at_all_still_compiles) {
   bool compiled = false;
-  const auto image = walk_tiers(
+  const auto image = walk_stores(
       {}, LogLevel::kInfo, make_key(1), [] { return make_image(1); }, &compiled);
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(same(image, make_image(1)));
@@ -253,7 +253,7 @@ CacheKey with_compiler(int i, const std::string& compiler) {
   return key;
 }
 
-TEST_F(TiersTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_one_line) {
+TEST_F(StoreChainTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_one_line) {
   {
     LocalStore old(config());
     old.get_or_compile(with_compiler(1, "libnvrtc.so.13.0.48:108000000"), [] { return make_image(1); });
@@ -261,10 +261,10 @@ TEST_F(TiersTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_
   }
   CacheConfig c = config();
   c.log = LogLevel::kDebug;
-  Tiers tiers(c);
+  StoreChain stores(c);
   ::testing::internal::CaptureStderr();
   bool compiled = false;
-  tiers.get_or_compile(
+  stores.get_or_compile(
       with_compiler(1, "libnvrtc.so.13.0.88:109338064"), [] { return make_image(1); }, &compiled);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(compiled);
@@ -286,9 +286,9 @@ TEST_F(TiersTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_
   EXPECT_NE(err.find(": stored in local "), std::string::npos) << err;
 
   ::testing::internal::CaptureStderr();
-  tiers.get_or_compile(
+  stores.get_or_compile(
       with_compiler(1, "libnvrtc.so.13.0.88:109338064"), [] { return make_image(1); }, &compiled);
-  tiers.get_or_compile(
+  stores.get_or_compile(
       make_key(3), [] { return make_image(3); }, &compiled);
   const std::string later = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(later.find(make_key(1).kernel_name + " sm_90: hit in local "), std::string::npos) << later;
@@ -297,7 +297,7 @@ TEST_F(TiersTest, debug_log_explains_a_miss_caused_by_another_nvrtc_identity_in_
       << later;
 }
 
-TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
+TEST_F(StoreChainTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
   {
     LocalStore writer(config());
     writer.get_or_compile(make_key(1), [] { return make_image(1); });
@@ -308,13 +308,13 @@ TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
   {
     CacheConfig c = config();
     c.log = LogLevel::kInfo;
-    Tiers tiers(c);
+    StoreChain stores(c);
     ::testing::internal::CaptureStderr();
-    tiers.get_or_compile(make_key(1), [] { return make_image(1); });
+    stores.get_or_compile(make_key(1), [] { return make_image(1); });
     const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(err.find("miss in local " + dir_.string() + ": corrupt entry"), std::string::npos) << err;
   }
-  Tiers quiet(config());
+  StoreChain quiet(config());
   ::testing::internal::CaptureStderr();
   quiet.get_or_compile(make_key(1), [] { return make_image(1); });
   quiet.get_or_compile(make_key(2), [] { return make_image(2); });
@@ -322,7 +322,7 @@ TEST_F(TiersTest, debug_log_names_damage_and_the_log_is_silent_when_off) {
 }
 
 // The log's other causes: another format, a refused file, a hit below the primary, an eviction.
-TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_an_eviction) {
+TEST_F(StoreChainTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_an_eviction) {
   const auto capture = [](const auto& body) {
     ::testing::internal::CaptureStderr();
     body();
@@ -357,21 +357,21 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
   CacheConfig c = config();
   c.log = LogLevel::kInfo;
   {
-    Tiers tiers(c);
-    std::string err = capture([&] { tiers.get_or_compile(make_key(1), [] { return make_image(1); }); });
+    StoreChain stores(c);
+    std::string err = capture([&] { stores.get_or_compile(make_key(1), [] { return make_image(1); }); });
     EXPECT_TRUE(has(err, make_key(1).kernel_name + " sm_90" + in_primary +
                              "entry for another format (version 1, this process " +
                              std::to_string(kCacheFormatVersion) + ")"))
         << err;
-    err = capture([&] { tiers.get_or_compile(make_key(2), [] { return make_image(2); }); });
+    err = capture([&] { stores.get_or_compile(make_key(2), [] { return make_image(2); }); });
     EXPECT_TRUE(
         has(err, make_key(2).kernel_name + " sm_90" + in_primary + "entry with mode 0644 (want 0600)"))
         << err;
     if (::geteuid() == 0) {
-      const fs::path path = tiers.primary().entry_path(make_key(2));
+      const fs::path path = stores.primary().entry_path(make_key(2));
       ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
       fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
-      err = capture([&] { tiers.get_or_compile(make_key(2), [] { return make_image(2); }); });
+      err = capture([&] { stores.get_or_compile(make_key(2), [] { return make_image(2); }); });
       EXPECT_TRUE(has(err, in_primary + "entry owned by uid 65534")) << err;
     }
   }
@@ -382,8 +382,8 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
     layer.get_or_compile(make_key(3), [] { return make_image(3); });
   }
   std::vector<std::unique_ptr<Store>> others;
-  others.push_back(std::make_unique<ReadOnlyTier>(below()));
-  Tiers layered(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kInfo);
+  others.push_back(std::make_unique<ReadOnlyStore>(below()));
+  StoreChain layered(std::make_unique<LocalStore>(config()), std::move(others), LogLevel::kInfo);
   std::string err = capture([&] {
     layered.get_or_compile(make_key(3), [] { return make_image(3); });
     ASSERT_TRUE(layered.finish_promotions()) << "the copy is written in the background";
@@ -396,7 +396,7 @@ TEST_F(TiersTest, info_log_names_another_format_a_refused_entry_a_hit_below_and_
   CacheConfig small = c;
   small.dir = root_ / "small";
   small.max_bytes = entry_size() * 3 / 2;
-  Tiers tight(small);
+  StoreChain tight(small);
   tight.get_or_compile(make_key(4), [] { return make_image(4); });
   err = capture([&] { tight.get_or_compile(make_key(5), [] { return make_image(5); }); });
   EXPECT_TRUE(has(err, "local " + small.dir.string() + ": evicted 1 entries (")) << err;

@@ -12,14 +12,14 @@
 
 namespace tropical::storage::remote {
 
-/// The fleet tier as one of the cache's tiers (placed last, after the primary and the layers): a lookup is a
+/// The fleet store as one of the cache's stores (placed last, after the primary and the layers): a lookup is a
 /// verified remote entry decoded and checked like a file entry, a store publishes the entry, and the single
 /// flight is the cross-machine lease, which the walk takes while it holds the primary's lock (one waiter per
 /// machine). Thread-safe; never throws but bad_alloc; every call returns within the remote's bounds.
-class RemoteTier final : public Store {
+class FleetStore final : public Store {
  public:
-  /// A tier over a RemoteStore made from options; warn receives warnings (stderr if empty).
-  explicit RemoteTier(RemoteOptions options, WarningSink warn = {});
+  /// A store over a RemoteStore made from options; warn receives warnings (stderr if empty).
+  explicit FleetStore(RemoteOptions options, WarningSink warn = {});
 
   /// "remote <url>".
   const std::string& name() const noexcept override { return name_; }
@@ -52,14 +52,14 @@ class RemoteTier final : public Store {
   std::atomic<bool> warned_undecodable_{false};
 };
 
-/// The fleet tier for config from the settings read through get (remote_options(); origin names them in
+/// The fleet store for config from the settings read through get (remote_options(); origin names them in
 /// warnings), or nullptr when it is off (no TROPICAL_REMOTE_CACHE, unusable settings, or the disk cache
 /// disabled). Never throws but bad_alloc.
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get,
+std::unique_ptr<FleetStore> make_fleet_store(const CacheConfig& config, const SettingLookup& get,
                                              const SettingOrigin& origin = {});
 
-/// The fleet tier for config from the environment, then from the `remote*` keys of config.file (the
+/// The fleet store for config from the environment, then from the `remote*` keys of config.file (the
 /// primary's tropical.conf) that the environment does not set (environment_then_file()); nullptr when off.
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config);
+std::unique_ptr<FleetStore> make_fleet_store(const CacheConfig& config);
 
 }  // namespace tropical::storage::remote

@@ -1,4 +1,4 @@
-#include "tropical/storage/remote/remote_tier.hpp"
+#include "tropical/storage/remote/fleet_store.hpp"
 
 #include <span>
 #include <stdexcept>
@@ -21,12 +21,12 @@ class LeaseFlight final : public Flight {
 
 }  // namespace
 
-RemoteTier::RemoteTier(RemoteOptions options, WarningSink warn)
+FleetStore::FleetStore(RemoteOptions options, WarningSink warn)
     : store_(std::move(options), warn),
       name_("remote " + store_.options().client.endpoint.url()),
       warn_(warn ? std::move(warn) : stderr_warnings()) {}
 
-Lookup RemoteTier::lookup(const StoreKey& key, ImageParts parts) {
+Lookup FleetStore::lookup(const StoreKey& key, ImageParts parts) {
   Lookup out;
   LookupResult found = store_.lookup(key.digest);
   switch (found.outcome) {
@@ -58,7 +58,7 @@ Lookup RemoteTier::lookup(const StoreKey& key, ImageParts parts) {
   return out;
 }
 
-bool RemoteTier::store(const StoreKey& key, const CompiledImage& image, StoreReason reason) {
+bool FleetStore::store(const StoreKey& key, const CompiledImage& image, StoreReason reason) {
   (void)reason;
   if (!can_store()) return false;
   std::vector<std::uint8_t> entry;
@@ -71,7 +71,7 @@ bool RemoteTier::store(const StoreKey& key, const CompiledImage& image, StoreRea
   return store_.publish(key.digest, bytes) == PublishOutcome::kPublished;
 }
 
-FlightResult RemoteTier::single_flight(const StoreKey& key) {
+FlightResult FleetStore::single_flight(const StoreKey& key) {
   FleetFlight flight = store_.begin(key.digest);
   FlightResult out;
   switch (flight.role) {
@@ -92,19 +92,19 @@ FlightResult RemoteTier::single_flight(const StoreKey& key) {
   return out;
 }
 
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config, const SettingLookup& get,
+std::unique_ptr<FleetStore> make_fleet_store(const CacheConfig& config, const SettingLookup& get,
                                              const SettingOrigin& origin) {
   if (!config.enabled) return nullptr;
   std::optional<RemoteOptions> options = remote_options(get, kCacheFormatVersion, stderr_warnings(), origin);
   if (!options) return nullptr;
-  return std::make_unique<RemoteTier>(std::move(*options));
+  return std::make_unique<FleetStore>(std::move(*options));
 }
 
-std::unique_ptr<RemoteTier> make_remote_tier(const CacheConfig& config) {
+std::unique_ptr<FleetStore> make_fleet_store(const CacheConfig& config) {
   if (!config.enabled) return nullptr;
   const SettingSources sources =
       environment_then_file(config.file, (config.dir / kConfigFileName).string(), stderr_warnings());
-  return make_remote_tier(config, sources.get, sources.origin);
+  return make_fleet_store(config, sources.get, sources.origin);
 }
 
 }  // namespace tropical::storage::remote
