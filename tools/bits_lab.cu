@@ -3,8 +3,10 @@
 // (templates/bits_gemm.cu.j2) is chosen on measurements. A packed by rows, B packed by columns (B^T by rows),
 // 32-bit words, bit j % 32 of word j / 32. The lab asks m, n of the block tile and k of a stage's multiple.
 //
-//   nvcc -O3 -arch=sm_90 -o bits_lab tools/bits_lab.cu
+//   nvcc -O3 -arch=sm_90 -o bits_lab tools/bits_lab.cu   [-DLAB_FRAGMENTS='"tiles.cuh"']
 //   bits_lab [N ...]            (default 16384 8192; N^3; LAB_DENSITY=p sets the bit density, 0.01 as bench/bits.py)
+// tools/bits_lab.sh does both, with LAB_FRAGMENTS from tools/bits_lab_fragments.py: the library's own kernel
+// once per candidate tile of codegen/spec.py (variants "lib <name>", with its bounds checks and batch loop).
 //
 // Per variant and output form (packed bits, int32 witness counts): registers and spill (ptxas), resident blocks
 // per SM, ms (CUDA events, median of 7 after 2 warm-ups), P booleans/s (m n k / s), whether a hash of C equals
@@ -268,12 +270,10 @@ __global__ void hash_words(const unsigned* w, long long words, unsigned long lon
   atomicAdd(out, h);
 }
 
-#ifdef LAB_FRAGMENT
-namespace library {
-// The fragment's host branch (its CPU build for tests/emulation) names the scalar model; never called here.
-__device__ void tropical_emu_mma_and_popc(int (&)[4], const unsigned (&)[4], const unsigned (&)[2]);
-#include LAB_FRAGMENT
-}  // namespace library
+#ifdef LAB_FRAGMENTS
+// The library's own kernel once per candidate tile of codegen/spec.py (tools/bits_lab_fragments.py), built
+// here by nvcc rather than NVRTC.
+#include LAB_FRAGMENTS
 #endif
 
 struct Problem {
@@ -302,13 +302,15 @@ Variant make(const char* name) {
           launch_lab<BM, BN, WARPS_M, WARPS_N, KW, STAGES, MINB, FRAG, EPI, GROUP>, K::kThreads, BM, BN, K::kSmem,
           32 * KW};
 }
-#ifdef LAB_FRAGMENT
-// The library's own kernel (its generated fragment, built here by nvcc rather than NVRTC): its grid and
-// static shared memory, no batch.
-void launch_library(const Problem& p, int output, int ldc) {
-  library::tropical_gemm_bits_b32<<<dim3(p.n / library::kTileN, p.m / library::kTileM, 1), library::kThreads>>>(
-      p.a, p.bt, p.c, p.m, p.n, p.k, p.lda, p.ldb, ldc, output, 0, 0, 0, 1);
-}
+#ifdef LAB_FRAGMENTS
+// The library's grid (n / tile_n, m / tile_m), its block and dynamic shared memory, no batch.
+#define LAB_LAUNCHER(name)                                                                                     \
+  void launch_lib_##name(const Problem& p, int output, int ldc) {                                              \
+    lib_##name::tropical_gemm_bits_b32_##name<<<dim3(p.n / lib_##name::kTileN, p.m / lib_##name::kTileM, 1), \
+                                                lib_##name::kThreads, lib_##name::kLabSmem>>>(                 \
+        p.a, p.bt, p.c, p.m, p.n, p.k, p.lda, p.ldb, ldc, output, 0, 0, 0, 1);                                 \
+  }
+LAB_LIBRARY_VARIANTS(LAB_LAUNCHER)
 #endif
 
 static float median(std::vector<float> v) {
@@ -419,11 +421,16 @@ int main(int argc, char** argv) {
       make<128, 256, 2, 4, 32, 4, 1, 1, 1, 8>("v14 v8 + shuffle/streaming epilogue"),
       make<256, 128, 4, 2, 32, 4, 1, 1, 1, 8>("v15 v9 + shuffle/streaming epilogue"),
       make<128, 256, 2, 4, 32, 4, 1, 1, 0, 0>("v16 v8 without raster group"),
+      make<256, 128, 4, 2, 32, 3, 1, 1, 0, 8>("v17 v9 with 3 stages (144KB)"),
+      make<256, 128, 4, 2, 32, 4, 1, 1, 0, 16>("v18 v9 with raster group 16"),
   };
-#ifdef LAB_FRAGMENT
-  variants.insert(variants.begin() + 1, Variant{"lib the library's fragment (nvcc build)", (const void*)library::tropical_gemm_bits_b32,
-                                                launch_library, library::kThreads, library::kTileM,
-                                                library::kTileN, 0, 256});
+#ifdef LAB_FRAGMENTS
+  int lib_at = 0;
+#define LAB_VARIANT(name)                                                                                         \
+  variants.insert(variants.begin() + (++lib_at),                                                                  \
+                  Variant{"lib " #name, (const void*)lib_##name::tropical_gemm_bits_b32_##name, launch_lib_##name, \
+                          lib_##name::kThreads, lib_##name::kTileM, lib_##name::kTileN, lib_##name::kLabSmem, 256});
+  LAB_LIBRARY_VARIANTS(LAB_VARIANT)
 #endif
   std::printf("%-44s %4s %5s %4s %5s | %-6s %8s %7s %5s %4s\n", "variant", "regs", "spill", "b/SM", "smemK", "out",
               "ms", "P/s", "hash", "cpu");

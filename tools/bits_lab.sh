@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds tools/bits_lab.cu (with the library's own bits fragment as variant "lib" where codegen runs) and runs
-# every variant on the GPU, printing one table; the build log (ptxas registers and spills) and the table go to
-# $OUT/bits_lab (or /tmp/bits_lab). Arguments go to bits_lab (sizes; default 16384 8192).
+# Builds tools/bits_lab.cu, with the library's own tuned bits fragment once per candidate tile of codegen/spec.py
+# (variants "lib <name>"; tools/bits_lab_fragments.py, where codegen runs), and runs every variant on the GPU,
+# printing one table; the build log (ptxas registers and spills) and the table go to $OUT/bits_lab (or
+# /tmp/bits_lab). Arguments go to bits_lab (sizes; default 16384 8192).
 #   tools/bits_lab.sh            (on the device machine, from the repository root)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,11 +10,11 @@ out=${OUT:-/tmp}/bits_lab
 mkdir -p "$out"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 flags=()
-if python3 "$root/codegen/generate.py" --templates "$root/templates" --outdir "$out/gen" --fragments "$out/frag" \
-    > "$out/generate.txt" 2>&1 && [ -f "$out/frag/tropical_gemm_bits_b32.cu" ]; then
-  flags=("-DLAB_FRAGMENT=\"$out/frag/tropical_gemm_bits_b32.cu\"")
+if python3 "$root/tools/bits_lab_fragments.py" "$out/library_tiles.cuh" > "$out/generate.txt" 2>&1; then
+  flags=("-DLAB_FRAGMENTS=\"$out/library_tiles.cuh\"")
+  echo "library tiles: $(cat "$out/generate.txt")"
 else
-  echo "codegen failed (see $out/generate.txt): no library variant"
+  echo "codegen failed (see $out/generate.txt): no library variants"
 fi
 "$nvcc" --version | tail -1
 "$nvcc" -O3 -arch=sm_90 -Xptxas -v "${flags[@]}" -o "$out/bits_lab" "$root/tools/bits_lab.cu" > "$out/build.txt" 2>&1 ||
