@@ -19,6 +19,8 @@ fi
 "$nvcc" --version | tail -1
 "$nvcc" -O3 -arch=sm_90 -Xptxas -v "${flags[@]}" -o "$out/bits_lab" "$root/tools/bits_lab.cu" > "$out/build.txt" 2>&1 ||
   { cat "$out/build.txt"; exit 1; }
-grep -E "error|spill stores" "$out/build.txt" | grep -v " 0 bytes spill stores" || true
+echo "spills (ptxas; none listed: none):"
+awk '/Compiling entry function|Function properties for/{name=$NF} /spill stores/ && !/ 0 bytes spill stores/{print "  " name ": " $0}' \
+  "$out/build.txt"
 "$out/bits_lab" "$@" 2>&1 | tee "$out/table.txt"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv 2>/dev/null || true
