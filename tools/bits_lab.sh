@@ -22,5 +22,10 @@ fi
 echo "spills (ptxas; none listed: none):"
 awk '/Compiling entry function|Function properties for/{name=$NF} /spill stores/ && !/ 0 bytes spill stores/{print "  " name ": " $0}' \
   "$out/build.txt"
+# SM clock and power sampled through the run (the ceiling's P/s is clock-bound).
+nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 200 > "$out/clocks.csv" 2>/dev/null &
+sampler=$!
 "$out/bits_lab" "$@" 2>&1 | tee "$out/table.txt"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv 2>/dev/null || true
+kill "$sampler" 2>/dev/null
+sort -n "$out/clocks.csv" | awk -F', ' 'NF == 2 {c[n++] = $1; if ($2 > p) p = $2}
+  END {if (n) printf "SM clock during the run: min %s, median %s, max %s MHz; peak power %s W\n", c[0], c[int(n/2)], c[n-1], p}'
