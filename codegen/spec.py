@@ -741,15 +741,28 @@ STRUCTURED_QUICK_TEMPLATE = {Semiring.COUNTING: COUNTING_QUICK_TEMPLATE,
 
 # A packed tiling: a block computes tile_m x tile_n of C, walking k by stage_words 32-bit words through shared
 # memory; tuned (mma): warps_m x warps_n warps, each (tile_m / warps_m) x (tile_n / warps_n) of m16n8 tensor-core
-# tiles, `stages` stages in a ring filled by cp.async; quick: threads of thread_m x thread_n elements, one stage.
-# The tuned tile: 8 warps of 32 x 64 (64 accumulators a thread), 512 bits a stage, 3 stages (48 KB, the static
-# limit), 1 block per SM: 170 registers and no spill as NVRTC builds it for sm_90 (ptxas -v). 4 warps of 64 x 64
-# at 2 blocks per SM (half the shared-memory reads per mma) spill 80 bytes at 255 registers; 8 warps of 32 x 64
-# at 2 blocks per SM spill 168 bytes at 128. Shared rows of 16 words, so that the 128-bit fragment loads of a
-# quarter warp (two rows) hit 32 distinct banks. Not yet measured on a GPU (bench/bits.py).
+# tiles, `stages` stages in a ring filled by cp.async (dynamic shared memory, smem_bytes of the launch);
+# fragments by ldmatrix.x4 (ldmatrix) or by one 128-bit load of a row per lane and two k-steps; blocks taken
+# `group` block rows at a time (0: the grid's order); quick: threads of thread_m x thread_n elements, one stage.
+# Shared rows are XOR-swizzled by 16-byte chunks so that either fragment load hits 32 distinct banks.
 BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m warps_n thread_m thread_n "
-                                  "min_blocks mma stages", defaults=(1,))
-BITS_TILE = BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3)
+                                  "min_blocks mma stages ldmatrix group", defaults=(1, False, 0))
+# The tuned tile's candidates (tools/bits_lab.cu times each under the variant named; pick by its table).
+# "narrow": the first tile (lab v0): 8 warps of 32 x 64, 128 x 128 blocks, 512 bits x 3 stages, 1 block per
+# SM, 170 registers as NVRTC builds it: 1.14 P at 16384^3 on an H200, the tensor pipe waiting on the ring.
+# The wide ones have 64 x 64 warps (half the shared-memory bytes per mma of 32 x 64) in 256 x 128 or 128 x 256
+# blocks (two thirds of the L2 reads of 128 x 128: at 3.5 P a 128 x 128 tile reads 6.8 TB/s of L2), 1024-bit
+# stages (half the barriers) and a ring of four (192 KB).
+BITS_TILES = {
+    "narrow": BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3),                 # lab v0 (and lib)
+    "narrow_deep": BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 6, False, 8),   # lab v2
+    "narrow_ldmatrix": BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 4, True, 8),  # lab v4
+    "wide_n": BitsTile(128, 256, 32, 2, 4, 0, 0, 1, True, 4, True, 8),        # lab v8
+    "wide_m": BitsTile(256, 128, 32, 4, 2, 0, 0, 1, True, 4, True, 8),        # lab v9
+    "wide_m_512": BitsTile(256, 128, 16, 4, 2, 0, 0, 1, True, 8, True, 8),    # lab v10
+    "wide_m_16w": BitsTile(256, 128, 32, 4, 4, 0, 0, 1, True, 4, True, 8),    # lab v12: 16 warps of 64 x 32
+}
+BITS_TILE = BITS_TILES["wide_m"]
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
 # The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (a lab
 # run measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
@@ -759,7 +772,7 @@ BITS_QUICK_MACS_PER_NS = 100000.0
 def bits_launch(tile):
     """Launch geometry of a packed tile (the keys its fragment and catalog_tiers.hpp read)."""
     if tile.mma:
-        assert tile.stage_words == 16 and tile.tile_m % (16 * tile.warps_m) == 0, tile
+        assert tile.stage_words in (16, 32, 64) and tile.tile_m % (16 * tile.warps_m) == 0, tile
         assert tile.tile_n % (32 * tile.warps_n) == 0, tile  # a warp's columns are whole words of packed C
         block_x, block_y = 32 * tile.warps_m * tile.warps_n, 1
     else:
@@ -770,10 +783,13 @@ def bits_launch(tile):
     per = 4 if tile.mma else 1
     assert (tile.tile_m * tile.stage_words) % (per * threads) == 0, tile
     assert (tile.tile_n * tile.stage_words) % (per * threads) == 0, tile
+    # The ring (A's and B's rows of every stage), also packed C's words; within an SM's 227 KB.
+    smem = 4 * tile.stages * (tile.tile_m + tile.tile_n) * tile.stage_words if tile.mma else 0
+    assert smem <= 227 * 1024 and (smem == 0 or smem >= tile.tile_m * tile.tile_n // 8), tile
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile.tile_m, "tile_n": tile.tile_n,
-            "smem_bytes": 0, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
+            "smem_bytes": smem, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
-            "min_blocks": tile.min_blocks, "stages": tile.stages}
+            "min_blocks": tile.min_blocks, "stages": tile.stages, "ldmatrix": tile.ldmatrix, "group": tile.group}
 
 
 # ---------------------------------------------------------------- kernel parameters

@@ -21,6 +21,23 @@ jit::Request request_for(std::size_t index, const Extent& e, CUstream stream) {
   return jit::Request{macs, stream, quick_fits};
 }
 
+/// cuLaunchKernel of `function` on `grid` with a block of block_x x block_y threads and smem_bytes of dynamic
+/// shared memory; a function taking more than the 48 KB any function may take unasked is allowed its bytes
+/// first (an attribute of the function, set before each such launch: one cheap driver call, no table to keep).
+void launch_function(CUfunction function, Grid grid, unsigned block_x, unsigned block_y, unsigned smem_bytes,
+                     CUstream stream, void** args) {
+  const auto& api = jit::driver::api();
+  constexpr unsigned kUnaskedSharedBytes = 48 * 1024;
+  if (smem_bytes > kUnaskedSharedBytes) {
+    jit::driver::check(api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              static_cast<int>(smem_bytes)),
+                       "cuFuncSetAttribute");
+  }
+  jit::driver::check(
+      api.cuLaunchKernel(function, grid.x, grid.y, grid.z, block_x, block_y, 1, smem_bytes, stream, args, nullptr),
+      "cuLaunchKernel");
+}
+
 }  // namespace
 
 Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
@@ -36,7 +53,6 @@ Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
 }
 
 void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
-  const auto& api = jit::driver::api();
   const auto index = static_cast<std::uint32_t>(id);
   jit::Registry& reg = registry();
   // Checked against the tuned kernel's grid, so a call fails the same way on either tier.
@@ -47,19 +63,15 @@ void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, 
   const jit::Resolved* kernel = reg.settled(index, device);
   if (kernel == nullptr) kernel = &reg.kernel(index, device, request_for(index, e, stream));
   const Grid grid = kernel->tier == jit::Tier::kTuned ? tuned_grid : grid_for(kernel->launch, e);
-  jit::driver::check(api.cuLaunchKernel(kernel->function, grid.x, grid.y, grid.z, kernel->launch.block_x,
-                                        kernel->launch.block_y, 1, kernel->launch.smem_bytes, stream, args, nullptr),
-                     "cuLaunchKernel");
+  launch_function(kernel->function, grid, kernel->launch.block_x, kernel->launch.block_y, kernel->launch.smem_bytes,
+                  stream, args);
 }
 
 void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args) {
-  const auto& api = jit::driver::api();
   const auto& info = catalog::kInfo[static_cast<std::size_t>(id)];
   CUfunction function = registry().function(static_cast<std::uint32_t>(id), device);
   jit::driver::ScopedContext context(device);
-  jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, info.launch.block_x, info.launch.block_y, 1,
-                                        info.launch.smem_bytes, stream, args, nullptr),
-                     "cuLaunchKernel");
+  launch_function(function, grid, info.launch.block_x, info.launch.block_y, info.launch.smem_bytes, stream, args);
 }
 
 void signature_mismatch(catalog::KernelId id) {

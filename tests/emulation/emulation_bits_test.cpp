@@ -62,6 +62,7 @@ TEST(Bits, both_tiers_equal_the_cpu_backend) {
   check(20, 40, 0, 1, 1, 0.5, 5);        // k = 0: all false
   check(40, 130, 3000, 2, 0, 0.002, 6);  // six stages around the ring of three, 128-bit copies, a batch
   check(33, 70, 2500, 1, 1, 0.003, 7);   // five stages, words loaded one by one
+  check(600, 530, 100, 1, 0, 0.05, 8);   // several block rows and columns, taken in raster groups
 }
 
 }  // namespace
