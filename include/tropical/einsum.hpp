@@ -64,6 +64,7 @@ struct EinsumKernels {
   Scaling<void> accumulate;                               ///< C = P (+) C
   void (*host_product)(const Product<void>& p, int threads);  ///< cpu::product of the pair
   catalog::KernelId batched;                              ///< the pair's gemm_batched kernel
+  bool (*better)(const void* a, const void* b);           ///< a strictly beats b (reference::better)
 };
 
 template <class T>
@@ -85,6 +86,12 @@ void einsum_host_product(const Product<void>& p, int threads) {
                      threads);
 }
 
+template <Semiring S, Element T>
+  requires kSupported<S, T>
+bool einsum_better(const void* a, const void* b) {
+  return reference::better<S, T>(*static_cast<const T*>(a), *static_cast<const T*>(b));
+}
+
 /// The erased kernels of S over T.
 template <Semiring S, Element T>
   requires kSupported<S, T>
@@ -93,13 +100,18 @@ const EinsumKernels& einsum_kernels() {
   static const Scaling<T> acc = reference::scaling<S, T>(one, one);
   static const EinsumKernels kernels{sizeof(T), &one,
                                      Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
-                                     &einsum_host_product<S, T>, kernel_id<S, T, Op::kGemmBatched>()};
+                                     &einsum_host_product<S, T>, kernel_id<S, T, Op::kGemmBatched>(),
+                                     &einsum_better<S, T>};
   return kernels;
 }
 
 /// Runs plan on host memory (see einsum_host).
 void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
                  void* output, void* workspace, int threads);
+/// Runs plan on host memory with the assignment of every reduced label (see einsum_argmax_host).
+void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
+                        std::span<const void* const> operands, void* output, std::int64_t* assignment,
+                        void* workspace, int threads);
 /// Queues plan on a stream (see einsum).
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream);
@@ -131,6 +143,10 @@ class EinsumPlan {
   std::int64_t output_size() const;
   /// Bytes of workspace a run over elements of element_bytes bytes needs (at most one allocation's worth).
   std::size_t workspace_bytes(std::size_t element_bytes) const;
+  /// The labels not in the output (in order of first appearance in the terms): the rows of an assignment.
+  std::vector<int> reduced_labels() const;
+  /// Bytes of workspace an argmax run over elements of element_bytes bytes needs (every step's argmax kept).
+  std::size_t argmax_workspace_bytes(std::size_t element_bytes) const;
   /// The program (for the library's runners).
   const detail::EinsumProgram& program() const { return *program_; }
 
@@ -148,6 +164,20 @@ void einsum_host(const EinsumPlan& plan, std::span<const T* const> operands, T* 
                  int threads = 0) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, workspace, threads);
+}
+
+/// einsum_host, and in assignment (reduced_labels().size() rows of output_size() int64 each) the index of
+/// every reduced label that wins at each output element: traced back from the root through every step's
+/// argmax (python/tropical/_einsum_trace.py), ties to the smallest index of each step's contracted labels
+/// (and to the first slice), any index where nothing beat the semiring zero. workspace: at least
+/// argmax_workspace_bytes(sizeof(T)) bytes aligned for T, or null.
+template <Semiring S, Element T>
+  requires kSupported<S, T>
+void einsum_argmax_host(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
+                        std::int64_t* assignment, void* workspace = nullptr, int threads = 0) {
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_argmax_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, assignment, workspace,
+                             threads);
 }
 
 /// Queues the contraction of plan over S on device arrays on `stream` (gemm.hpp's conventions: every

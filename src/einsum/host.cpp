@@ -1,16 +1,15 @@
 // The host runner: strided copies by loops, products on the CPU backend.
 
+#include "host.hpp"
+
 #include <cstring>
-#include <memory>
 
-#include "run.hpp"
-
-namespace tropical::detail {
+namespace tropical::einsum_detail {
 
 namespace {
 
 template <std::size_t Bytes>
-void copy_box(const einsum_detail::CopyStep& c, const std::byte* src, std::byte* dst, std::size_t axis) {
+void copy_box(const CopyStep& c, const std::byte* src, std::byte* dst, std::size_t axis) {
   if (axis == c.size.size()) {
     std::memcpy(dst, src, Bytes);
     return;
@@ -25,45 +24,33 @@ void copy_box(const einsum_detail::CopyStep& c, const std::byte* src, std::byte*
   for (std::int64_t i = 0; i < n; ++i) copy_box<Bytes>(c, src + i * ss, dst + i * ds, axis + 1);
 }
 
-class HostBackend final : public einsum_detail::Backend {
- public:
-  HostBackend(const EinsumKernels& kernels, int threads) : kernels_(kernels), threads_(threads) {}
-
-  void copy(const einsum_detail::CopyStep& c, const void* src, void* dst) override {
-    const auto* s = static_cast<const std::byte*>(src);
-    auto* d = static_cast<std::byte*>(dst);
-    switch (kernels_.element_bytes) {
-      case 1: copy_box<1>(c, s, d, 0); break;
-      case 2: copy_box<2>(c, s, d, 0); break;
-      case 4: copy_box<4>(c, s, d, 0); break;
-      default: copy_box<8>(c, s, d, 0); break;
-    }
-  }
-
-  void product(const Product<void>& p) override { kernels_.host_product(p, threads_); }
-
-  void fill(void* dst, const void* one, std::int64_t count) override {
-    auto* d = static_cast<std::byte*>(dst);
-    for (std::int64_t i = 0; i < count; ++i) std::memcpy(d + i * kernels_.element_bytes, one, kernels_.element_bytes);
-  }
-
- private:
-  const EinsumKernels& kernels_;
-  int threads_;
-};
-
 }  // namespace
+
+void HostBackend::copy(const CopyStep& c, const void* src, void* dst) {
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  switch (kernels_.element_bytes) {
+    case 1: copy_box<1>(c, s, d, 0); break;
+    case 2: copy_box<2>(c, s, d, 0); break;
+    case 4: copy_box<4>(c, s, d, 0); break;
+    default: copy_box<8>(c, s, d, 0); break;
+  }
+}
+
+void HostBackend::fill(void* dst, const void* one, std::int64_t count) {
+  auto* d = static_cast<std::byte*>(dst);
+  for (std::int64_t i = 0; i < count; ++i) std::memcpy(d + i * kernels_.element_bytes, one, kernels_.element_bytes);
+}
+
+}  // namespace tropical::einsum_detail
+
+namespace tropical::detail {
 
 void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
                  void* output, void* workspace, int threads) {
-  std::unique_ptr<std::max_align_t[]> owned;
-  const std::size_t bytes = static_cast<std::size_t>(plan.program.workspace_elements) * kernels.element_bytes;
-  if (workspace == nullptr && bytes > 0) {
-    owned.reset(new std::max_align_t[(bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]);
-    workspace = owned.get();
-  }
-  HostBackend backend(kernels, threads);
-  einsum_detail::run(plan, kernels, backend, operands, output, workspace);
+  einsum_detail::HostWorkspace owned(workspace == nullptr ? plan.program.workspace_elements * kernels.element_bytes : 0);
+  einsum_detail::HostBackend backend(kernels, threads);
+  einsum_detail::run(plan, kernels, backend, operands, output, workspace != nullptr ? workspace : owned.get());
 }
 
 }  // namespace tropical::detail

@@ -1,6 +1,7 @@
 // EinsumPlan: check the network, order it (a given path or greedy), slice it under the memory limit, and
 // compile its steps; the planner's findings as python/tropical/_einsum_path.py reports them.
 
+#include <algorithm>
 #include <cmath>
 
 #include "network.hpp"
@@ -71,6 +72,22 @@ std::int64_t EinsumPlan::output_size() const { return program_->output_size; }
 
 std::size_t EinsumPlan::workspace_bytes(std::size_t element_bytes) const {
   return static_cast<std::size_t>(program_->program.workspace_elements) * element_bytes;
+}
+
+std::vector<int> EinsumPlan::reduced_labels() const {
+  std::vector<int> out;
+  const auto& net = program_->network;
+  for (std::size_t label = 0; label < net.labels.size(); ++label) {
+    if (std::find(net.output.begin(), net.output.end(), static_cast<int>(label)) == net.output.end()) {
+      out.push_back(net.labels[label]);
+    }
+  }
+  return out;
+}
+
+std::size_t EinsumPlan::argmax_workspace_bytes(std::size_t element_bytes) const {
+  return einsum_detail::argmax_region(program_->program, element_bytes) +
+         static_cast<std::size_t>(program_->program.argmax_count) * sizeof(std::int32_t);
 }
 
 }  // namespace tropical

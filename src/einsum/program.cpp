@@ -143,6 +143,14 @@ class Compiler {
   }
 
   /// Operand `leaf` after its diagonals, sliced labels and the reduction of the labels not in keep.
+  /// Records node's reduction for the traceback; its argmax's offset in the argmax region.
+  std::int64_t trace_node(int node, const std::vector<int>& labels, const std::vector<int>& contracted) {
+    const std::int64_t at = argmax_count;
+    argmax_count += product_of(labels);
+    traced[node] = TraceNode{labels, contracted, at};
+    return at;
+  }
+
   Value leaf(int leaf, const Mask& keep, bool is_root) {
     Value v;
     v.at.space = Space::kOperand;
@@ -197,13 +205,14 @@ class Compiler {
     step.m = m;
     step.k = k;
     step.n = 1;
+    step.argmax = trace_node(leaf, kept, reduced);
     steps.push_back(std::move(step));
     if (scratch) release(*scratch);
     return out;
   }
 
   /// a (x) b keeping the labels of `keep`: one batched product (python/tropical/_einsum_exec.py's _Step).
-  Value contract(const Value& a, const Value& b, const Mask& keep, bool is_root) {
+  Value contract(int node, const Value& a, const Value& b, const Mask& keep, bool is_root) {
     const auto& la = a.labels;
     const auto& lb = b.labels;
     const auto in = [](const std::vector<int>& labels, int label) {
@@ -242,6 +251,7 @@ class Compiler {
     step.stride_a = va.stride;
     step.stride_b = vb.stride;
     step.stride_c = step.m * step.n;
+    if (!contracted.empty()) step.argmax = trace_node(node, labels, contracted);
     steps.push_back(std::move(step));
     if (sa) release(*sa);
     if (sb) release(*sb);
@@ -261,6 +271,8 @@ class Compiler {
 
   std::vector<Step> steps;
   std::int64_t ones_count = 0;
+  std::int64_t argmax_count = 0;
+  std::vector<std::optional<TraceNode>> traced;
   const Network& net_;
   const Mask& sliced_;
   Arena arena_;
@@ -290,6 +302,7 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
   Program program;
   std::int64_t slices = 1;
   for (int label : sliced.bits()) {
+    program.sliced.push_back(label);
     program.slice_extents.push_back(net.sizes[label]);
     slices *= net.sizes[label];
   }
@@ -311,6 +324,7 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
     base += (output_size + kAlign - 1) / kAlign * kAlign;
   }
   Compiler c(net, sliced, base);
+  c.traced.resize(tree.root() + 1);
   const int root = tree.root();
   std::vector<std::optional<Value>> nodes(root + 1);
   const auto get = [&](int node) {
@@ -321,13 +335,25 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
     const auto [a, b] = tree.children[i];
     const Value va = get(a), vb = get(b);
     const int node = tree.count + static_cast<int>(i);
-    nodes[node] = c.contract(va, vb, keeps[node], node == root);
+    nodes[node] = c.contract(node, va, vb, keeps[node], node == root);
   }
   const Value result = get(root);
   if (result.at.space != Space::kResult) {
     c.copy(result, net.output, true);
     c.release(result);
   }
+  // The traceback's order: from the root down (an ancestor assigns every label its descendants' results hold).
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    const int node = stack.back();
+    stack.pop_back();
+    if (c.traced[node]) program.trace.push_back(*c.traced[node]);
+    if (node >= tree.count) {
+      stack.push_back(tree.children[node - tree.count].first);
+      stack.push_back(tree.children[node - tree.count].second);
+    }
+  }
+  program.argmax_count = c.argmax_count;
   program.steps = std::move(c.steps);
   program.ones_count = std::max(c.ones_count, slices > 1 ? std::int64_t{1} : 0);
   program.workspace_elements = c.arena_.high();

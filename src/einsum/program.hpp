@@ -35,9 +35,17 @@ struct ProductStep {
   Trans ta = Trans::kNo, tb = Trans::kNo;
   std::int64_t m = 1, n = 1, k = 1, lda = 1, ldb = 1, ldc = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0, batch = 1;
+  std::int64_t argmax = -1;  ///< in argmax mode, where its argmax goes (int32 elements into the argmax region)
 };
 
 using Step = std::variant<CopyStep, ProductStep>;
+
+/// A reduction the argmax traceback reads: the labels of its result (the argmax's row-major layout), the
+/// labels it reduced (the winning k unravelled over them, row-major) and where its argmax is.
+struct TraceNode {
+  std::vector<int> labels, contracted;
+  std::int64_t argmax = 0;
+};
 
 /// The steps of one slice, made from a network, its tree and its sliced labels (python/tropical/_einsum_exec.py's
 /// classification, made once): each operand's diagonals and sliced labels as a strided view, its private
@@ -46,14 +54,22 @@ using Step = std::variant<CopyStep, ProductStep>;
 /// product already writes it so. Workspace offsets come from a first-fit arena over the steps' lifetimes.
 struct Program {
   std::vector<Step> steps;
-  std::vector<std::int64_t> slice_extents;  ///< per sliced label, in label order
+  std::vector<int> sliced;                  ///< the sliced labels, in label order (their ordinals)
+  std::vector<std::int64_t> slice_extents;  ///< per sliced label
   std::int64_t workspace_elements = 0;
   std::int64_t ones_count = 0;              ///< ones at workspace offset 0
   std::int64_t part_offset = -1;            ///< where slices after the first put their result (-1: one slice)
+  std::vector<TraceNode> trace;             ///< every reduction, each after the one whose result holds it
+  std::int64_t argmax_count = 0;            ///< int32 elements of the argmax region (after the workspace)
 };
 
 /// The program of `tree` over `net` with the labels of `sliced` sliced.
 Program compile(const Network& net, const Problem& problem, const Tree& tree, const Mask& sliced);
+
+/// Where the argmax region starts (bytes from the workspace's start): after the workspace, 256-byte aligned.
+inline std::size_t argmax_region(const Program& program, std::size_t element_bytes) {
+  return (static_cast<std::size_t>(program.workspace_elements) * element_bytes + 255) / 256 * 256;
+}
 
 /// The box with size-1 axes dropped and neighbouring axes merged where both strides allow.
 void coalesce(CopyStep& copy);
