@@ -61,7 +61,7 @@ struct EinsumProgram;
 struct EinsumKernels {
   std::size_t element_bytes;
   const void* one;                                        ///< the semiring one (element_bytes bytes)
-  Scaling<void> accumulate;                               ///< C = P (+) C
+  tropical::Scaling<void> accumulate;                               ///< C = P (+) C
   void (*host_product)(const Product<void>& p, int threads);  ///< cpu::product of the pair
   catalog::KernelId batched;                              ///< the pair's gemm_batched kernel
   bool (*better)(const void* a, const void* b);           ///< a strictly beats b (reference::better)
@@ -78,9 +78,9 @@ Operand<T> typed(const Operand<V>& x) {
 template <Semiring S, Element T>
   requires kSupported<S, T>
 void einsum_host_product(const Product<void>& p, int threads) {
-  const Scaling<void>& s = p.scaling;
+  const tropical::Scaling<void>& s = p.scaling;
   cpu::product<S, T>({typed<const T>(p.a), typed<const T>(p.b), typed<T>(p.c), p.argmax,
-                      Scaling<T>{static_cast<const T*>(s.alpha), static_cast<const T*>(s.beta), s.apply_alpha,
+                      tropical::Scaling<T>{static_cast<const T*>(s.alpha), static_cast<const T*>(s.beta), s.apply_alpha,
                                  s.read_c, s.apply_beta},
                       p.batch},
                      threads);
@@ -97,9 +97,9 @@ template <Semiring S, Element T>
   requires kSupported<S, T>
 const EinsumKernels& einsum_kernels() {
   static const T one = reference::one<S, T>();
-  static const Scaling<T> acc = reference::scaling<S, T>(one, one);
+  static const tropical::Scaling<T> acc = reference::scaling<S, T>(one, one);
   static const EinsumKernels kernels{sizeof(T), &one,
-                                     Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
+                                     tropical::Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
                                      &einsum_host_product<S, T>, kernel_id<S, T, Op::kGemmBatched>(),
                                      &einsum_better<S, T>};
   return kernels;
