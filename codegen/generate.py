@@ -40,7 +40,25 @@ def identity_value(name, type_):
     return f"({spec.TYPE_DEVICE[type_]}){literal[name]}"
 
 
+def render_device_fragment(env, kernel):
+    """The fragment of a device op's kernel (spec.DEVICE_OPS): its element type, its semiring's arithmetic where it
+    has one, its launch geometry, its parameter list and the definitions of the structs that list takes."""
+    s, t, d = kernel.semiring, kernel.type, spec.DEVICE_OPS[kernel.op]
+    params = spec.KERNEL_PARAMS[spec.signature(kernel)]
+    structs = list(dict.fromkeys(p.kind for p in params if p.kind in spec.PARAM_STRUCTS))
+    semiring = {} if s is None else {
+        "semiring_doc": spec.SEMIRING_DOC[s], "zero": identity_value(spec.SEMIRING_ZERO[s], t),
+        "one": identity_value(spec.SEMIRING_ONE[s], t), "add": spec.SEMIRING_ADD[s], "mul": spec.SEMIRING_MUL[s]}
+    return env.get_template(d.template).render(
+        template_name=d.template, k=kernel, name=kernel.name, op=kernel.op.value, doc=d.doc, type=t.value,
+        value_t=spec.TYPE_DEVICE[t], element_bytes=spec.TYPE_BYTES[t], is_float=spec.TYPE_IS_FLOAT[t], launch=kernel.launch,
+        parameter_structs="\n\n".join(spec.struct_definition(n, device=True) for n in structs),
+        parameters=functools.partial(faces.declaration, params), **semiring)
+
+
 def render_fragment(env, kernel, tier=spec.Tier.TUNED):
+    if kernel.op in spec.DEVICE_OPS:
+        return render_device_fragment(env, kernel)
     s, t = kernel.semiring, kernel.type
     quick = tier == spec.Tier.QUICK
     template_name = spec.QUICK_TEMPLATE[kernel.op] if quick else spec.OP_TEMPLATE[kernel.op]
@@ -79,7 +97,8 @@ def build_kernels(env):
         # The widest C a variant takes: its tile, or any n for a skinny tile (catalog::pick_tile).
         k.max_n = "INT64_MAX" if isinstance(k.tile, spec.SkinnyTile) else k.launch["tile_n"]
         k.op_enum = spec.OP_ENUM[k.op]
-        k.semiring_tag = spec.SEMIRING_TAG[k.semiring]
+        k.semiring_tag = spec.SEMIRING_TAG.get(k.semiring, "")
+        k.semiring_name = k.semiring.value if k.semiring else ""
         k.type_host = spec.TYPE_HOST[k.type]
         k.signature_enumerator = faces.signature_enumerator(spec.signature(k))
         k.base = next(b for b in kernels if (b.op, b.semiring, b.type, b.tile) == (k.op, k.semiring, k.type, None))
@@ -130,6 +149,8 @@ def header_context(kernels):
                    "header": spec.STRUCTURED_WHY[s][1], "elements": spec.STRUCTURED_WHY[s][2], "types": [spec.TYPE_HOST[t] for t in spec.SEMIRING_TYPES[s]]}
                   for s in spec.STRUCTURED_SEMIRINGS]
     ops = [{"enum": spec.OP_ENUM[o], "short": o.value} for o in spec.Op]
+    # The device ops follow the products in the C++ enum (the products' values index kDefaultKernels).
+    device_ops = [{"enum": spec.OP_ENUM[o], "short": o.value, "doc": d.doc} for o, d in spec.DEVICE_OPS.items()]
     # element: a type of a scalar semiring (the Element concept); packed words are BITS's alone.
     scalar_types = {t for s in spec.Semiring if s not in spec.STRUCTURED_SEMIRINGS for t in spec.SEMIRING_TYPES[s]}
     types = [{"host": spec.TYPE_HOST[t], "short": t.value, "element": t in scalar_types} for t in spec.Type]
@@ -150,14 +171,21 @@ def header_context(kernels):
     # table indexed (semiring * types + type) * ops + op, in the enums' order.
     default_id = {(k.semiring, k.type, k.op): k.id for k in defaults}
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
-    return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops, "types": types, "pairs": pairs, "kernels": kernels,
+    return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops,
+            "device_ops": device_ops, "types": types, "pairs": pairs, "kernels": kernels,
             "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
             # pick_product's early exit: the most rows and columns a square small tile holds, the most rows a
             # skinny one does
             "single_max_m": max([t.launch["tile_m"] for _, t in single] or [0]),
             "single_max_n": max([t.launch["tile_n"] for _, t in single if t.max_n != "INT64_MAX"] or [0]),
             "single_skinny_m": max([t.launch["tile_m"] for _, t in single if t.max_n == "INT64_MAX"] or [0]),
-            "catalog_contents": catalog_contents(defaults), "structs": faces.argument_structs()}
+            "catalog_contents": catalog_contents(defaults), "structs": faces.argument_structs(),
+            "param_structs": [spec.struct_definition(n, device=False) for n in spec.PARAM_STRUCTS],
+            "device_kernels": [k for k in kernels if k.op in spec.DEVICE_OPS],
+            "device_geometry": [{"short": o.value, "name": faces.struct_name(o.value)[:-len("Args")] + "Geometry",
+                                 "constants": [("k" + "".join(w.capitalize() for w in key.split("_")), v)
+                                               for key, v in d.launch.items()]}
+                                for o, d in spec.DEVICE_OPS.items()]}
 
 
 def catalog_contents(defaults):
@@ -198,10 +226,31 @@ def write_if_changed(path, text):
     os.replace(tmp, path)
 
 
+class _RecordingLoader(jinja2.FileSystemLoader):
+    """A FileSystemLoader that remembers the file of every template it loads (write_depfile)."""
+
+    def __init__(self, folder):
+        super().__init__(folder)
+        self.files = set()
+
+    def get_source(self, environment, template):
+        source, filename, uptodate = super().get_source(environment, template)
+        self.files.add(filename)
+        return source, filename, uptodate
+
+
+def write_depfile(path, target, env):
+    """Writes a Makefile-style depfile: `target` depends on every template `env` has loaded and on the codegen
+    modules, so that the build reruns the generator when any changes and no list of templates is kept by hand."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    deps = sorted(env.loader.files) + sorted(os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py"))
+    write_if_changed(path, target.replace(" ", "\\ ") + ": " + " ".join(d.replace(" ", "\\ ") for d in deps) + "\n")
+
+
 def environment(templates):
-    """The Jinja2 environment that renders the templates in folder `templates`."""
+    """The Jinja2 environment that renders the templates in folder `templates` (recording which: write_depfile)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates),
+        loader=_RecordingLoader(templates),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -216,6 +265,7 @@ def main(argv=None):
     parser.add_argument("--fragments", help="also write each CUDA fragment to this folder")
     parser.add_argument("--python-abi", help="also write python/tropical/_abi.py to this path")
     parser.add_argument("--list", action="store_true", help="print id and name of every kernel")
+    parser.add_argument("--depfile", help="also write a depfile of the templates and modules read, to this path")
     args = parser.parse_args(argv)
 
     env = environment(args.templates)
@@ -236,6 +286,8 @@ def main(argv=None):
             write_if_changed(os.path.join(args.fragments, k.name + ".cu"), k.source)
             if k.quick_source:
                 write_if_changed(os.path.join(args.fragments, k.quick_name + ".cu"), k.quick_source)
+    if args.depfile:
+        write_depfile(args.depfile, os.path.join(args.outdir, "catalog.hpp"), env)
     if args.list:
         for k in kernels:
             print(f"{k.id:3d} {k.name}")

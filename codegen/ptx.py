@@ -129,9 +129,11 @@ def main(argv=None):
     parser.add_argument("--arch", type=int, default=80, help="virtual architecture of the PTX (default 80)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compiles at once")
     parser.add_argument("--disable", action="store_true", help="write an empty table")
+    parser.add_argument("--depfile", help="also write a depfile of the templates and modules read, to this path")
     args = parser.parse_args(argv)
 
-    kernels = generate.build_kernels(generate.environment(args.templates))
+    env = generate.environment(args.templates)
+    kernels = generate.build_kernels(env)
     compiled = {}
     if not args.disable:
         nvrtc_path = args.nvrtc if args.nvrtc and os.path.exists(args.nvrtc) else "libnvrtc.so.13"
@@ -150,6 +152,8 @@ def main(argv=None):
             for kid, tier, text in pool.map(one, shipped_fragments(kernels)):
                 compiled[kid] = (tier, text)
     generate.write_if_changed(args.out, render(kernels, compiled, args.arch))
+    if args.depfile:
+        generate.write_depfile(args.depfile, args.out, env)
     return 0
 
 

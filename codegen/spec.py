@@ -252,13 +252,14 @@ class Kernel:
     @property
     def enumerator(self):
         """The KernelId enumerator, e.g. kGemmMaxplusF32 or kGemmBatchedMaxplusF32Tile16x16."""
-        parts = self.op.value.split("_") + [self.semiring.value, self.type.value]
+        parts = self.op.value.split("_") + ([self.semiring.value] if self.semiring else []) + [self.type.value]
         suffix = f"Tile{self.variant[:1].upper()}{self.variant[1:]}" if self.variant else ""
         return "k" + "".join(p.capitalize() for p in parts) + suffix
 
 
 def kernel_name(op, semiring, type_):
-    return f"tropical_{op.value}_{semiring.value}_{type_.value}"
+    """tropical_<op>_<semiring>_<type>; a device op without a semiring (semiring None) has no such part."""
+    return f"tropical_{op.value}_" + (f"{semiring.value}_" if semiring else "") + type_.value
 
 
 def catalog():
@@ -278,6 +279,9 @@ def catalog():
                 continue
             for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
+    for op, d in DEVICE_OPS.items():
+        for s, t in itertools.product(d.semirings or (None,), d.types):
+            kernels.append(Kernel(len(kernels), op, s, t))
     return kernels
 
 
@@ -448,6 +452,8 @@ def launch(kernel):
     block computes (rows x cols). The host API derives the grid from it. Tiled
     kernels also get the k step, the thread tile, the vector width in elements
     and the residency they are fitted to."""
+    if kernel.op in DEVICE_OPS:
+        return dict(DEVICE_OPS[kernel.op].launch)
     if kernel.semiring == Semiring.BITS:
         return bits_launch(BITS_TILE)
     if isinstance(kernel.tile, SkinnyTile):
@@ -610,6 +616,8 @@ def quick_name(kernel):
 def quick_launch(kernel):
     """Launch geometry of a kernel's quick fragment (same keys as launch()),
     or None for a kernel with one tier."""
+    if kernel.op in DEVICE_OPS:
+        return None
     if kernel.semiring == Semiring.BITS:
         return bits_launch(BITS_QUICK_TILE)
     tiles = QUICK_TILES.get(kernel.op, {}).get(kernel.type)
@@ -778,6 +786,8 @@ def bits_launch(tile):
 # "value" (one element of the type, by value; its argument is the element's address).
 Param = collections.namedtuple("Param", "name kind member")
 PARAM_KINDS = ("in", "out", "index_in", "index_out", "words_in", "any_out", "i64", "i32", "value")
+# Small structs passed by value, each a kind of its own named by the struct (param_struct() below).
+PARAM_STRUCTS = {}
 
 
 def _params(text):
@@ -786,7 +796,7 @@ def _params(text):
     params = []
     for group in text.split(","):
         kind, *names = group.split()
-        assert kind in PARAM_KINDS and names, group
+        assert (kind in PARAM_KINDS or kind in PARAM_STRUCTS) and names, group
         for name in names:
             name, _, member = name.partition(":")
             params.append(Param(name, kind, member or name))
@@ -821,6 +831,8 @@ KERNEL_PARAMS = {
 
 def signature(kernel):
     """The name of a kernel's parameter list in KERNEL_PARAMS (both tiers of a kernel share it)."""
+    if kernel.op in DEVICE_OPS:
+        return kernel.op.value
     if kernel.semiring in STRUCTURED_SEMIRINGS:
         return kernel.semiring.value
     return kernel.op.value
@@ -855,3 +867,86 @@ TYPE_ARRAY_NAME = {Type.F32: "float32", Type.F64: "float64", Type.I32: "int32", 
 def c_enumerator(x):
     """The C ABI's enumerator of a semiring, type or op: TROPICAL_MAXPLUS, TROPICAL_F32, TROPICAL_OP_GEMM."""
     return "TROPICAL_" + ("OP_" if isinstance(x, Op) else "") + x.value.upper()
+
+
+# ---------------------------------------------------------------- device ops
+# Kernels the library runs for its own plans (the einsum's permutes), not products of the public API: no C ABI or
+# Python value, a semiring only where the op lists some (semirings None: named tropical_<op>_<type>), one tier,
+# a parameter list and a launch shape of their own. An op is one device_op() call and one template: generate.py
+# adds its kernels to the catalog, its argument struct to tropical/kernel_args.hpp and its kernels to the lookup
+# catalog::device_kernel<Op, T, S>() there, which detail::launch_device_op (src/launch.hpp) launches.
+class DeviceOp(enum.Enum):
+    PERMUTE = "permute"
+
+
+# template: its template (templates/); types (and semirings, or None) it is generated for; launch: the geometry
+# its template and its host code read (block_x, block_y, tile_m, tile_n and any key of its own); doc: one line
+# for the catalog's comments.
+DeviceOpSpec = collections.namedtuple("DeviceOpSpec", "template types semirings launch doc")
+DEVICE_OPS = {}
+
+# Host and device spellings of a struct field's kind.
+_FIELD_HOST = {"i32": "int", "i64": "std::int64_t"}
+_FIELD_DEVICE = {"i32": "int", "i64": "long long"}
+_FIELD_BYTES = {"i32": 4, "i64": 8}
+StructField = collections.namedtuple("StructField", "name kind count")
+
+
+def param_struct(name, doc, text):
+    """Declares struct `name` (fields written "kind name name, kind[count] name, ...", kinds i32 and i64) as a
+    parameter kind: passed by value, defined alike in the fragments that take it and in kernel_args.hpp."""
+    fields = []
+    for group in text.split(","):
+        kind, *names = group.split()
+        kind, _, count = kind.partition("[")
+        assert kind in _FIELD_HOST and names, group
+        fields += [StructField(n, kind, int(count[:-1]) if count else 0) for n in names]
+    PARAM_STRUCTS[name] = {"doc": doc, "fields": fields, "bytes": _struct_bytes(fields)}
+    PARAM_DEVICE[name] = name
+    PARAM_HOST[name] = name
+
+
+def _struct_bytes(fields):
+    """sizeof of the struct (natural alignment, as both the host compiler and NVRTC lay it out)."""
+    size, align = 0, 1
+    for f in fields:
+        a = _FIELD_BYTES[f.kind]
+        size = (size + a - 1) // a * a + a * max(f.count, 1)
+        align = max(align, a)
+    return (size + align - 1) // align * align
+
+
+def struct_definition(name, device):
+    """The C++ definition of parameter struct `name`, for a fragment (device) or the host (members zeroed unless
+    given, so that a designated initializer may name some)."""
+    spell = _FIELD_DEVICE if device else _FIELD_HOST
+    lines = [f"/// {PARAM_STRUCTS[name]['doc']}", f"struct {name} {{"]
+    for f in PARAM_STRUCTS[name]["fields"]:
+        lines.append(f"  {spell[f.kind]} {f.name}" + (f"[{f.count}]" if f.count else "") + ("" if device else " = {}")
+                     + ";")
+    lines += ["};", f"static_assert(sizeof({name}) == {PARAM_STRUCTS[name]['bytes']}, \"{name}: one layout on both "
+              "sides\");"]
+    return "\n".join(lines)
+
+
+def device_op(op, params, **spec):
+    """Adds device op `op` taking the parameter list `params` (written as KERNEL_PARAMS's) to the catalog."""
+    DEVICE_OPS[op] = DeviceOpSpec(**spec)
+    KERNEL_PARAMS[op.value] = _params(params)
+    OP_ENUM[op] = "k" + "".join(p.capitalize() for p in op.value.split("_"))
+
+
+# A strided copy (the einsum's permutes): dst at (i_0..i_{rank-1}) = src there, each with its own element strides.
+# The host (src/permute.cpp) merges the axes contiguous on both sides and puts the source's fastest axis first;
+# where the destination's fastest is another, it goes second and `tiled` is 1: blocks of 32 x 16 threads move
+# 64 x 64 tiles of those two axes through shared memory, so that reads and writes are both coalesced; else
+# blocks copy runs of plain_bytes along axis 0 (at most 8 elements a thread: 4 of 8 bytes; fitted to 64
+# registers, 2 blocks of 512 threads per SM, no spill: sm_90, ptxas -v). The other axes come from the block index. Elements are
+# copied as integers of their width: one kernel per width serves every type.
+param_struct("StridedCopy", "A strided copy: dst at index (i_0..i_{rank-1}) = src at that index, each side with "
+             "its own element strides.", "i32 rank, i64[8] size src_stride dst_stride")
+device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 tiled",
+          template="permute.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
+          launch={"block_x": 32, "block_y": 16, "tile_m": 64, "tile_n": 64, "smem_bytes": 0, "plain_bytes": 16384,
+                  "min_blocks": 2},
+          doc="a strided copy of elements of one width")

@@ -64,6 +64,13 @@ void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream strea
   launch_one_tier(id, device, grid, stream, pointers.data());
 }
 
+/// Launches device op O (codegen/spec.py, DEVICE_OPS) over elements T, of semiring S where the op has them, on
+/// `grid` with the arguments of its struct of tropical/kernel_args.hpp: the typed launcher of every device op.
+template <Op O, class T, class S = void, class Args>
+void launch_device_op(int device, Grid grid, CUstream stream, Args& args) {
+  launch_one_tier(catalog::device_kernel<O, T, S>(), device, grid, stream, args);
+}
+
 /// Rejects a product whose grid the device cannot launch (m too large for one
 /// launch, ...) before any driver call, on the tuned kernel's tiles as launch() does.
 void check_grid(catalog::KernelId id, const Extent& e);

@@ -87,13 +87,24 @@ class CodegenTest(unittest.TestCase):
             self.assertIn(f'"{digest}"', self.sources)
 
     def test_every_template_is_a_dependency_of_the_generated_sources(self):
-        # A template missing from codegen/meson.build's list is not regenerated when it changes: the build
-        # would keep, and the emulation suite test, the fragment of before.
-        with open(os.path.join(CODEGEN_DIR, "meson.build"), encoding="utf-8") as f:
-            listed = f.read()
+        # A template missing from the build's dependencies is not regenerated when it changes: the build would
+        # keep, and the emulation suite test, the fragment of before. The generator's depfile names every
+        # template a run reads (a run that also writes _abi.py reads them all), and the build passes it.
+        depfile = os.path.join(self.tmp.name, "catalog.d")
+        subprocess.run([sys.executable, os.path.join(CODEGEN_DIR, "generate.py"), "--templates", TEMPLATES_DIR,
+                        "--outdir", os.path.join(self.tmp.name, "deps"), "--depfile", depfile,
+                        "--python-abi", os.path.join(self.tmp.name, "deps", "_abi.py")], check=True)
+        with open(depfile, encoding="utf-8") as f:
+            target, _, deps = f.read().partition(": ")
+        self.assertEqual(target, os.path.join(self.tmp.name, "deps", "catalog.hpp"))
+        deps = {os.path.realpath(d) for d in deps.split()}
         for name in sorted(os.listdir(TEMPLATES_DIR)):
             if name.endswith(".j2"):
-                self.assertIn(f"'../templates/{name}'", listed, name)
+                self.assertIn(os.path.realpath(os.path.join(TEMPLATES_DIR, name)), deps, name)
+        self.assertIn(os.path.realpath(os.path.join(CODEGEN_DIR, "spec.py")), deps)
+        for build_file in ("include/tropical/meson.build", "src/meson.build", "tests/emulation/meson.build"):
+            with open(os.path.join(CODEGEN_DIR, "..", build_file), encoding="utf-8") as f:
+                self.assertIn("'@DEPFILE@'", f.read(), build_file)
 
     def test_every_product_has_a_quick_fragment_and_backward_has_none(self):
         with open(os.path.join(self.out1, "catalog_tiers.hpp"), encoding="utf-8") as f:

@@ -1,0 +1,157 @@
+// The strided copy (src/permute.hpp): the axes merged and ordered on the host, one launch of the catalog's
+// permute kernel of the element's width.
+#include "permute.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "launch.hpp"
+#include "spans.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical::detail {
+namespace {
+
+struct Axis {
+  std::int64_t size, src, dst;
+};
+
+/// Rejects a stride pattern whose largest offset overflows 64 bits (`side` names it); returns that offset.
+std::int64_t last_offset(const Axis* axes, int rank, std::int64_t Axis::*stride, const char* side) {
+  std::int64_t last = 0;
+  for (int a = 0; a < rank; ++a) {
+    std::int64_t step = 0;
+    if (__builtin_mul_overflow(axes[a].size - 1, axes[a].*stride, &step) || __builtin_add_overflow(last, step, &last)) {
+      invalid(std::string("permute: the ") + side + " offsets overflow 64 bits");
+    }
+  }
+  return last;
+}
+
+/// Rejects destination strides under which two indices write one element: sorted by stride, each axis must step
+/// past the last offset of all the faster ones (axes of size 1 are dropped already).
+void check_destination_disjoint(Axis* axes, int rank) {
+  // Insertion sort by destination stride: at most kMaxPermuteRank axes.
+  for (int a = 1; a < rank; ++a) {
+    for (int b = a; b > 0 && axes[b].dst < axes[b - 1].dst; --b) std::swap(axes[b], axes[b - 1]);
+  }
+  std::int64_t reach = 0;  // the last offset of the axes so far
+  for (int a = 0; a < rank; ++a) {
+    if (axes[a].dst <= reach) {
+      invalid("permute: the destination strides write one element twice (stride " + std::to_string(axes[a].dst) +
+              " over an axis of size " + std::to_string(axes[a].size) + " within the reach of the faster axes)");
+    }
+    reach += (axes[a].size - 1) * axes[a].dst;
+  }
+}
+
+}  // namespace
+
+PermuteLaunch permute_launch(const StridedCopy& copy) {
+  if (copy.rank < 0 || copy.rank > kMaxPermuteRank) {
+    invalid("permute: rank " + std::to_string(copy.rank) + " is outside [0, " + std::to_string(kMaxPermuteRank) + "]");
+  }
+  Axis axes[kMaxPermuteRank] = {};
+  int rank = 0;
+  std::int64_t elements = 1;
+  for (int a = 0; a < copy.rank; ++a) {
+    const Axis x{copy.size[a], copy.src_stride[a], copy.dst_stride[a]};
+    if (x.size < 0 || x.src < 0 || x.dst < 0) {
+      invalid("permute: axis " + std::to_string(a) + " has a negative size or stride (size " + std::to_string(x.size) +
+              ", strides " + std::to_string(x.src) + " and " + std::to_string(x.dst) + ")");
+    }
+    if (__builtin_mul_overflow(elements, x.size, &elements)) invalid("permute: the element count overflows 64 bits");
+    if (x.size != 1) axes[rank++] = x;
+  }
+  PermuteLaunch out{};
+  out.elements = elements;
+  if (elements == 0) return out;
+  last_offset(axes, rank, &Axis::src, "source");
+  last_offset(axes, rank, &Axis::dst, "destination");
+  check_destination_disjoint(axes, rank);
+  // Slowest destination axis first (as sorted, reversed); an axis merges into the next faster one where it steps
+  // exactly past it on both sides.
+  std::reverse(axes, axes + rank);
+  int merged = 0;
+  for (int a = 0; a < rank; ++a) {
+    if (merged > 0) {
+      Axis& outer = axes[merged - 1];
+      const Axis& inner = axes[a];
+      if (outer.src == inner.src * inner.size && outer.dst == inner.dst * inner.size) {
+        outer = Axis{outer.size * inner.size, inner.src, inner.dst};
+        continue;
+      }
+    }
+    axes[merged++] = axes[a];
+  }
+  rank = merged;
+  if (rank == 0) axes[rank++] = Axis{1, 1, 1};  // one element
+  // Axis 0: the source's fastest (ties: the larger); the destination's fastest is the last, as sorted.
+  int fast_src = 0;
+  for (int a = 1; a < rank; ++a) {
+    if (axes[a].src < axes[fast_src].src || (axes[a].src == axes[fast_src].src && axes[a].size > axes[fast_src].size)) {
+      fast_src = a;
+    }
+  }
+  const int fast_dst = rank - 1;
+  out.tiled = fast_src != fast_dst;
+  // The kernel's order: axis 0, then (tiled) the destination's fastest, then the others fastest first on the
+  // destination, so that consecutive blocks write near each other.
+  Axis order[kMaxPermuteRank] = {};
+  int n = 0;
+  order[n++] = axes[fast_src];
+  if (out.tiled) order[n++] = axes[fast_dst];
+  for (int a = rank - 1; a >= 0; --a) {
+    if (a != fast_src && a != fast_dst) order[n++] = axes[a];
+  }
+  out.copy.rank = n;
+  for (int a = 0; a < kMaxPermuteRank; ++a) {
+    const Axis x = a < n ? order[a] : Axis{1, 0, 0};
+    out.copy.size[a] = x.size;
+    out.copy.src_stride[a] = x.src;
+    out.copy.dst_stride[a] = x.dst;
+  }
+  return out;
+}
+
+std::int64_t permute_blocks(const PermuteLaunch& plan, std::size_t element_bytes) {
+  using G = catalog::PermuteGeometry;
+  // The template's kPlain: plain_bytes, at most 8 elements a thread.
+  const std::int64_t plain =
+      std::min<std::int64_t>(G::kPlainBytes / static_cast<std::int64_t>(element_bytes), 8 * G::kBlockX * G::kBlockY);
+  const StridedCopy& c = plan.copy;
+  const std::int64_t n0 = c.size[0], n1 = c.rank > 1 ? c.size[1] : 1;
+  std::int64_t blocks = 1;
+  if (plan.tiled) {
+    blocks = ((n0 + G::kTileN - 1) / G::kTileN) * ((n1 + G::kTileM - 1) / G::kTileM);
+  } else {
+    const std::int64_t w = std::min(n0, plain), rows = plain / w;
+    blocks = ((n0 + w - 1) / w) * ((n1 + rows - 1) / rows);
+  }
+  for (int a = 2; a < c.rank; ++a) blocks *= c.size[a];  // at most the element count: no overflow
+  return blocks;
+}
+
+void permute(std::size_t element_bytes, const void* src, void* dst, const StridedCopy& copy, CUstream stream) {
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8) {
+    invalid("permute: element_bytes = " + std::to_string(element_bytes) + " is not 1, 2, 4 or 8");
+  }
+  const PermuteLaunch plan = permute_launch(copy);
+  if (plan.elements == 0) return;
+  if (src == nullptr || dst == nullptr) invalid("permute: null src or dst");
+  const auto& api = jit::driver::api();
+  CUdevice device = 0;
+  if (api.cuCtxGetDevice(&device) != CUDA_SUCCESS) invalid("permute: no current CUDA context");
+  // One tile (or run) a block; past 2^31 - 1 blocks the kernel loops.
+  const Grid grid{static_cast<unsigned>(std::min<std::int64_t>(permute_blocks(plan, element_bytes), 0x7fffffff)), 1, 1};
+  catalog::PermuteArgs args{.src = src, .dst = dst, .copy = plan.copy, .tiled = plan.tiled ? 1 : 0};
+  switch (element_bytes) {
+    case 1: launch_device_op<Op::kPermute, std::uint8_t>(device, grid, stream, args); break;
+    case 2: launch_device_op<Op::kPermute, std::int16_t>(device, grid, stream, args); break;
+    case 4: launch_device_op<Op::kPermute, std::int32_t>(device, grid, stream, args); break;
+    default: launch_device_op<Op::kPermute, std::int64_t>(device, grid, stream, args); break;
+  }
+}
+
+}  // namespace tropical::detail

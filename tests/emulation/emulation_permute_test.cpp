@@ -1,0 +1,134 @@
+// The permute kernels (templates/permute.cu.j2) on the CPU, launched as src/permute.cpp launches them (its axis
+// merging and order, its grid), against a host loop: random ranks, shapes, permutations and strides (padded,
+// broadcast, sizes off the tiles' edges), every element width, and grids smaller than the work (the kernel loops).
+// Also the host half alone: what it merges, when it tiles, what it rejects.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "launch_kernel.hpp"
+#include "permute_cases.hpp"
+#include "tropical/error.hpp"
+
+namespace tropical {
+namespace {
+
+using detail::PermuteLaunch;
+using detail::StridedCopy;
+using emulation::Dim3;
+using permute_test::Case;
+
+/// Runs `c` on the emulated kernel of T's width (grid: permute_blocks() / shrink blocks) and checks every element
+/// of the destination against the host loop (elements outside the copy keep their sentinel).
+template <class T>
+void check(const Case& c, const char* kernel, std::mt19937_64& rng, std::int64_t shrink = 1) {
+  std::vector<T> src(static_cast<std::size_t>(c.src_elements));
+  for (T& x : src) x = static_cast<T>(rng());
+  std::vector<T> want(static_cast<std::size_t>(c.dst_elements), static_cast<T>(0x5a)), got = want;
+  permute_test::copy_on_host(src.data(), want.data(), c.copy);
+  const PermuteLaunch launch = detail::permute_launch(c.copy);
+  ASSERT_GT(launch.elements, 0) << c.what;
+  const std::int64_t blocks = detail::permute_blocks(launch, sizeof(T));
+  const Dim3 grid{static_cast<unsigned>(std::max<std::int64_t>(1, blocks / shrink)), 1, 1};
+  catalog::PermuteArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy, .tiled = launch.tiled};
+  emulation::launch_kernel(emulation::id_of(kernel), "tuned", {1, 1, 0, 1}, args, &grid);
+  ASSERT_EQ(got, want) << kernel << " " << c.what << (launch.tiled ? " (tiled)" : " (plain)");
+}
+
+template <class T>
+void check_random(const char* kernel, std::uint64_t seed, int cases) {
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < cases; ++i) {
+    const Case c = permute_test::random_case(rng, 6, 6000);
+    check<T>(c, kernel, rng, i % 3 == 0 ? 3 : 1);
+  }
+}
+
+TEST(EmulatedPermute, random_copies_of_1_byte_match_the_host_loop) {
+  check_random<std::uint8_t>("tropical_permute_u8", 1, 25);
+}
+TEST(EmulatedPermute, random_copies_of_2_bytes_match_the_host_loop) {
+  check_random<std::int16_t>("tropical_permute_i16", 2, 25);
+}
+TEST(EmulatedPermute, random_copies_of_4_bytes_match_the_host_loop) {
+  check_random<std::int32_t>("tropical_permute_i32", 3, 60);
+}
+TEST(EmulatedPermute, random_copies_of_8_bytes_match_the_host_loop) {
+  check_random<std::int64_t>("tropical_permute_i64", 4, 25);
+}
+
+TEST(EmulatedPermute, transposes_off_the_tile_edges_and_long_rows_match_the_host_loop) {
+  std::mt19937_64 rng(5);
+  for (const Case& c : {permute_test::permuted({130, 67}, {1, 0}), permute_test::permuted({64, 64}, {1, 0}),
+                        permute_test::permuted({1, 3000}, {1, 0}), permute_test::permuted({3, 2500}, {0, 1}),
+                        permute_test::permuted({5, 129, 70}, {2, 1, 0}), permute_test::permuted({7, 2, 300}, {1, 0, 2}),
+                        permute_test::permuted({2, 2, 2, 2, 2, 2, 2, 2}, {7, 0, 6, 1, 5, 2, 4, 3})}) {
+    check<float>(c, "tropical_permute_i32", rng);
+    check<double>(c, "tropical_permute_i64", rng, 2);
+  }
+}
+
+TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_fastest_axis) {
+  // A contiguous copy of any shape is one run of plain copy.
+  PermuteLaunch l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {0, 1, 2}).copy);
+  EXPECT_FALSE(l.tiled);
+  EXPECT_EQ(l.copy.rank, 1);
+  EXPECT_EQ(l.copy.size[0], 120);
+  // (a, b, c) -> (c, a, b): a and b stay adjacent and merge; a 2-D transpose of 20 x 6, tiled.
+  l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {2, 0, 1}).copy);
+  EXPECT_TRUE(l.tiled);
+  EXPECT_EQ(l.copy.rank, 2);
+  EXPECT_EQ(l.copy.size[0], 6);  // the source's fastest
+  EXPECT_EQ(l.copy.src_stride[0], 1);
+  EXPECT_EQ(l.copy.size[1], 20);  // the destination's fastest
+  EXPECT_EQ(l.copy.dst_stride[1], 1);
+  // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c.
+  l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {1, 0, 2}).copy);
+  EXPECT_FALSE(l.tiled);
+  EXPECT_EQ(l.copy.size[0], 6);
+  EXPECT_EQ(l.copy.rank, 3);
+  // Axes of size 1 go; no axis at all is one element; a zero size is nothing to do.
+  l = detail::permute_launch(permute_test::permuted({1, 1}, {1, 0}).copy);
+  EXPECT_EQ(l.elements, 1);
+  EXPECT_EQ(l.copy.rank, 1);
+  StridedCopy scalar{};
+  EXPECT_EQ(detail::permute_launch(scalar).elements, 1);
+  EXPECT_EQ(detail::permute_launch(permute_test::permuted({3, 0, 2}, {2, 1, 0}).copy).elements, 0);
+}
+
+TEST(PermuteLaunch, rejects_bad_ranks_sizes_strides_and_destinations_that_write_an_element_twice) {
+  StridedCopy c = permute_test::permuted({4, 5}, {1, 0}).copy;
+  for (int rank : {-1, detail::kMaxPermuteRank + 1}) {
+    StridedCopy bad = c;
+    bad.rank = rank;
+    EXPECT_THROW(detail::permute_launch(bad), InvalidArgument) << rank;
+  }
+  StridedCopy bad = c;
+  bad.size[1] = -1;
+  EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
+  bad = c;
+  bad.src_stride[0] = -5;
+  EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
+  bad = c;
+  bad.dst_stride[0] = 0;  // every row onto one
+  EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
+  bad = c;
+  bad.dst_stride[1] = 2;  // axis 1 steps 2 within axis 0.s reach 3: (2, 0) and (0, 1) meet
+  EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
+  bad = c;
+  bad.size[0] = std::int64_t{1} << 40;
+  bad.src_stride[0] = std::int64_t{1} << 40;
+  EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
+  try {
+    detail::permute_launch(StridedCopy{.rank = 9});
+    ADD_FAILURE() << "rank 9 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 9"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tropical
