@@ -107,6 +107,9 @@ EINSUM = {
                                                          "void* workspace"),
     "tropical_einsum_plan_run_host_argmax": ("tropical_status", "const void* plan, const void* const* operands, "
                                                                 "void* output, int64_t* assignment, void* workspace"),
+    "tropical_einsum_plan_run_host_counting": ("tropical_status", "const void* plan, const void* const* values, "
+                                                                  "const void* const* counts, void* out_values, "
+                                                                  "void* out_counts, void* workspace"),
     "tropical_einsum_plan_run": ("tropical_status", "const void* plan, const void* const* operands, void* output, "
                                                     "void* workspace, void* stream"),
 }

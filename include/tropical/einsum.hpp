@@ -112,6 +112,10 @@ void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::s
 void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
                         std::span<const void* const> operands, void* output, std::int64_t* assignment,
                         void* workspace, int threads);
+/// Runs plan over CountingTropical on host memory (see einsum_counting_host).
+void einsum_counting_host(const EinsumProgram& plan, std::size_t element_bytes, std::span<const void* const> values,
+                          std::span<const void* const> counts, void* out_values, void* out_counts, void* workspace,
+                          int threads);
 /// Queues plan on a stream (see einsum).
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream);
@@ -147,6 +151,8 @@ class EinsumPlan {
   std::vector<int> reduced_labels() const;
   /// Bytes of workspace an argmax run over elements of element_bytes bytes needs (every step's argmax kept).
   std::size_t argmax_workspace_bytes(std::size_t element_bytes) const;
+  /// Bytes of workspace a CountingTropical run over elements of element_bytes bytes needs (values and counts).
+  std::size_t counting_workspace_bytes(std::size_t element_bytes) const { return 2 * workspace_bytes(element_bytes); }
   /// The program (for the library's runners).
   const detail::EinsumProgram& program() const { return *program_; }
 
@@ -178,6 +184,18 @@ void einsum_argmax_host(const EinsumPlan& plan, std::span<const T* const> operan
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_argmax_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, assignment, workspace,
                              threads);
+}
+
+/// The contraction of plan over CountingTropical (tropical/counting.hpp; reference.hpp states its semantics) on
+/// host arrays: operand i is values[i] with counts[i] (both of its shape), the output out_values with out_counts;
+/// the largest value of every output element and how many configurations reach it (counts multiplied along a
+/// configuration, summed over the optimal ones), as tropical.counting_einsum. workspace: at least
+/// counting_workspace_bytes(sizeof(T)) bytes aligned for T, or null.
+template <CountingElement T>
+void einsum_counting_host(const EinsumPlan& plan, std::span<const T* const> values, std::span<const T* const> counts,
+                          T* out_values, T* out_counts, void* workspace = nullptr, int threads = 0) {
+  std::vector<const void*> v(values.begin(), values.end()), c(counts.begin(), counts.end());
+  detail::einsum_counting_host(plan.program(), sizeof(T), v, c, out_values, out_counts, workspace, threads);
 }
 
 /// Queues the contraction of plan over S on device arrays on `stream` (gemm.hpp's conventions: every

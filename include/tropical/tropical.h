@@ -374,7 +374,8 @@ TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, i
  * and dtype, an optional path and a memory limit, then run many times. A plan is an opaque handle (void*),
  * immutable once made: it may be run from several threads at once, each with its own workspace. */
 
-/** Plans an einsum of `count` operands over (semiring, dtype): operand i has ranks[i] axes, whose labels and
+/** Plans an einsum of `count` operands over (semiring, dtype) (TROPICAL_COUNTING: f32 or f64, run by
+ * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels and
  * extents come next in `labels` and `shapes` (the operands' one after another); the output has output_rank
  * labels `output` (row-major in that order). path: path_length steps of two positions in the list of
  * remaining operands (opt_einsum's format; NULL and 0: the greedy order). memory_limit: the most elements an
@@ -397,7 +398,8 @@ TROPICAL_API tropical_status tropical_einsum_plan_info(const void* plan, double*
 /** The plan's order as path_length pairs of positions (opt_einsum's format) into path (2 * path_length int64). */
 TROPICAL_API tropical_status tropical_einsum_plan_path(const void* plan, int64_t* path);
 
-/** The bytes of workspace a run needs, and an argmax run (every step's argmax kept). */
+/** The bytes of workspace a run needs (a counting plan's: values and counts), and an argmax run's (every step's
+ * argmax kept). */
 TROPICAL_API tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* bytes,
                                                                   size_t* argmax_bytes);
 
@@ -411,6 +413,13 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_host(const void* plan, con
  * such label (int64); ties to the smallest index; workspace: the plan's argmax bytes, or NULL. */
 TROPICAL_API tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const void* const* operands,
                                                                   void* output, int64_t* assignment, void* workspace);
+
+/** The CountingTropical contraction of a plan made for TROPICAL_COUNTING (f32 or f64) on host memory: operand i is
+ * values[i] with counts[i], the output out_values with out_counts (tropical/einsum.hpp's einsum_counting_host);
+ * workspace: the plan's workspace bytes, or NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const void* const* values,
+                                                                    const void* const* counts, void* out_values,
+                                                                    void* out_counts, void* workspace);
 
 /** tropical_einsum_plan_run_host on device memory, queued on `stream` (operands, output and workspace on one
  * device; `operands` itself is a host array of device pointers). workspace NULL: allocated and freed after

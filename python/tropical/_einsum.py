@@ -159,6 +159,8 @@ def counting_einsum(*args, optimize="greedy", memory_limit=None):
             values[i], counts[i] = ad.contiguous(values[i]), ad.contiguous(counts[i])
     shapes = [tuple(d.shape) for d in described[:len(values)]]
     plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit)
+    if _einsum_native.usable(values + counts, plan, "counting"):
+        return _einsum_native.contract_counting(plan, values, counts)
     best = total = None
     for fixed in _slices(plan):
         part = _einsum_exec.run(ad, plan, values, counts, "maxplus", "counting", fixed, None)

@@ -5,7 +5,7 @@ Python executor, which stays for torch, CuPy, bool operands and autograd."""
 
 import ctypes
 
-from . import _einsum_tree, _lib, _ops
+from . import _arrays, _einsum_tree, _lib, _ops
 
 _NATIVE_DTYPES = ("float32", "float64", "int32", "int64", "int16", "uint8")
 
@@ -39,7 +39,7 @@ class _Handle:
         self._dll = _lib.lib()
         self.handle = ctypes.c_void_p()
         _lib.check(self._dll.tropical_einsum_plan_create(
-            _ops.semiring_code(semiring), _ops._dtype_code(semiring, dtype), len(ranks), ctypes.addressof(c_ranks),
+            _ops.semiring_code(semiring), _arrays.DTYPE_CODES[dtype][0], len(ranks), ctypes.addressof(c_ranks),
             ctypes.addressof(c_labels), ctypes.addressof(c_shapes), len(output), ctypes.addressof(c_output),
             len(path) // 2, ctypes.addressof(c_path), limit, ctypes.addressof(self.handle)))
         slices = ctypes.c_int64()
@@ -94,3 +94,19 @@ def contract_argmax(plan, operands, semiring):
     if not handle.output_shape:
         return out, {label: int(assign[i]) for i, label in enumerate(handle.rows)}
     return out, {label: assign[i] for i, label in enumerate(handle.rows)}
+
+
+def contract_counting(plan, values, counts):
+    """(values, counts) of counting_einsum on NumPy (values, counts) operands of float32 or float64."""
+    import numpy
+    dtype = str(values[0].dtype)
+    handle = _handle(plan, "counting", dtype)
+    v_arrays, v_pointers = _pointers(values)
+    c_arrays, c_pointers = _pointers(counts)
+    out_values = numpy.empty(handle.output_shape, values[0].dtype)
+    out_counts = numpy.empty(handle.output_shape, values[0].dtype)
+    _lib.check(handle._dll.tropical_einsum_plan_run_host_counting(
+        handle.handle, ctypes.addressof(v_pointers), ctypes.addressof(c_pointers), out_values.ctypes.data,
+        out_counts.ctypes.data, None))
+    del v_arrays, c_arrays
+    return out_values, out_counts

@@ -31,9 +31,13 @@ const Plan& plan_of(const void* plan) {
   return *static_cast<const Plan*>(plan);
 }
 
-/// Calls f.template operator()<S, T>() for the plan's semiring and dtype.
+/// Calls f.template operator()<S, T>() for the plan's semiring and dtype (a counting plan: rejected, naming
+/// the call that runs it).
 template <class F>
 void with_plan_types(const Plan& p, F&& f) {
+  if (p.semiring == TROPICAL_COUNTING) {
+    invalid("a counting plan runs with tropical_einsum_plan_run_host_counting (values and counts)");
+  }
   with_types(p.semiring, p.dtype, tropical::Op::kGemmBatched, f);
 }
 
@@ -63,7 +67,11 @@ tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical
   return guarded([&] {
     if (plan == nullptr) tropical::c_api::not_null_failure("plan");
     *plan = nullptr;
-    with_types(raw(semiring), raw(dtype), tropical::Op::kGemmBatched, []<class S, class T>() {});
+    if (raw(semiring) == TROPICAL_COUNTING) {
+      tropical::c_api::with_counting_type(raw(dtype), []<class T>() {});
+    } else {
+      with_types(raw(semiring), raw(dtype), tropical::Op::kGemmBatched, []<class S, class T>() {});
+    }
     if (count > 0 && ranks == nullptr) invalid("ranks is null");
     if (output_rank < 0) invalid("output_rank is " + std::to_string(output_rank));
     if (output_rank > 0 && output == nullptr) invalid("output is null");
@@ -119,7 +127,9 @@ tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* b
   return guarded([&] {
     const Plan& p = plan_of(plan);
     const std::size_t element = tropical_dtype_size(static_cast<tropical_dtype>(p.dtype));
-    if (bytes != nullptr) *bytes = p.plan.workspace_bytes(element);
+    if (bytes != nullptr) {
+      *bytes = p.semiring == TROPICAL_COUNTING ? p.plan.counting_workspace_bytes(element) : p.plan.workspace_bytes(element);
+    }
     if (argmax_bytes != nullptr) *argmax_bytes = p.plan.argmax_workspace_bytes(element);
   });
 }
@@ -145,6 +155,21 @@ tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const voi
       tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
       tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
       tropical::einsum_argmax_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment, workspace);
+    });
+  });
+}
+
+tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const void* const* values,
+                                                       const void* const* counts, void* out_values, void* out_counts,
+                                                       void* workspace) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    if (p.semiring != TROPICAL_COUNTING) invalid("the plan was not made for TROPICAL_COUNTING");
+    const std::vector<const void*> v = operands_of(p, values), c = operands_of(p, counts);
+    tropical::c_api::with_counting_type(p.dtype, [&]<class T>() {
+      tropical::c_api::check_aligned<T>({{out_values, "out_values"}, {out_counts, "out_counts"}, {workspace, "workspace"}});
+      tropical::einsum_counting_host<T>(p.plan, typed<T>(v), typed<T>(c), static_cast<T*>(out_values),
+                                        static_cast<T*>(out_counts), workspace);
     });
   });
 }

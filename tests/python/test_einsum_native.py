@@ -102,3 +102,31 @@ def test_ties_fall_as_in_the_python_executor(semiring):
                 assert same_bits(values, want), equation
                 for label in assign:
                     np.testing.assert_array_equal(assign[label], want_assign[label], err_msg=f"{equation} {label}")
+
+
+def test_counting_through_the_library_plan_gives_the_python_executors_bits():
+    rng = np.random.default_rng(35)
+    for equation, shapes in networks(36, 60)[0]:
+        for dtype in ("float32", "float64"):
+            values = [np.asarray(rng.integers(0, 3, s)).astype(dtype) for s in shapes]
+            counts = [np.asarray(rng.integers(0, 3, s)).astype(dtype) for s in shapes]
+            for memory_limit in (None, 2):
+                try:
+                    plan = _einsum_path.plan(_einsum_parse.parse(equation, shapes), "greedy", memory_limit)
+                except tropical.InvalidArgument:
+                    continue
+                ad = _einsum_arrays.adapter(values[0])
+                best = total = None
+                for fixed in _einsum._slices(plan):
+                    part = _einsum_exec.run(ad, plan, values, counts, "maxplus", "counting", fixed, None)
+                    if best is None:
+                        best, total = part.values, part.counts
+                        continue
+                    merged = np.fmax(best, part.values)
+                    total = np.where(best == merged, total, 0) + np.where(part.values == merged, part.counts, 0)
+                    best = merged
+                got_values, got_counts = tropical.counting_einsum(equation, *zip(values, counts),
+                                                                  memory_limit=memory_limit)
+                np.testing.assert_array_equal(got_values, best, err_msg=equation)
+                np.testing.assert_array_equal(got_counts, total, err_msg=equation)
+                assert got_values.dtype == got_counts.dtype == np.dtype(dtype)
