@@ -60,11 +60,11 @@ struct EinsumProgram;
 /// A semiring and element type with its element type erased: what an einsum run calls.
 struct EinsumKernels {
   std::size_t element_bytes;
-  const void* one;                                        ///< the semiring one (element_bytes bytes)
-  tropical::Scaling<void> accumulate;                               ///< C = P (+) C
+  const void* one;                                            ///< the semiring one (element_bytes bytes)
+  tropical::Scaling<void> accumulate;                         ///< C = P (+) C
   void (*host_product)(const Product<void>& p, int threads);  ///< cpu::product of the pair
-  catalog::KernelId batched;                              ///< the pair's gemm_batched kernel
-  bool (*better)(const void* a, const void* b);           ///< a strictly beats b (reference::better)
+  catalog::KernelId batched;                                  ///< the pair's gemm_batched kernel
+  bool (*better)(const void* a, const void* b);               ///< a strictly beats b (reference::better)
 };
 
 template <class T>
@@ -76,46 +76,49 @@ Operand<T> typed(const Operand<V>& x) {
 }
 
 template <Semiring S, Element T>
-  requires kSupported<S, T>
+requires kSupported<S, T>
 void einsum_host_product(const Product<void>& p, int threads) {
   const tropical::Scaling<void>& s = p.scaling;
   cpu::product<S, T>({typed<const T>(p.a), typed<const T>(p.b), typed<T>(p.c), p.argmax,
-                      tropical::Scaling<T>{static_cast<const T*>(s.alpha), static_cast<const T*>(s.beta), s.apply_alpha,
-                                 s.read_c, s.apply_beta},
+                      tropical::Scaling<T>{static_cast<const T*>(s.alpha), static_cast<const T*>(s.beta),
+                                           s.apply_alpha, s.read_c, s.apply_beta},
                       p.batch},
                      threads);
 }
 
 template <Semiring S, Element T>
-  requires kSupported<S, T>
+requires kSupported<S, T>
 bool einsum_better(const void* a, const void* b) {
   return reference::better<S, T>(*static_cast<const T*>(a), *static_cast<const T*>(b));
 }
 
 /// The erased kernels of S over T.
 template <Semiring S, Element T>
-  requires kSupported<S, T>
+requires kSupported<S, T>
 const EinsumKernels& einsum_kernels() {
   static const T one = reference::one<S, T>();
   static const tropical::Scaling<T> acc = reference::scaling<S, T>(one, one);
-  static const EinsumKernels kernels{sizeof(T), &one,
-                                     tropical::Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
-                                     &einsum_host_product<S, T>, kernel_id<S, T, Op::kGemmBatched>(),
-                                     &einsum_better<S, T>};
+  static const EinsumKernels kernels{
+      sizeof(T),
+      &one,
+      tropical::Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
+      &einsum_host_product<S, T>,
+      kernel_id<S, T, Op::kGemmBatched>(),
+      &einsum_better<S, T>};
   return kernels;
 }
 
 /// Runs plan on host memory (see einsum_host).
-void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
-                 void* output, void* workspace, int threads);
+void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels,
+                 std::span<const void* const> operands, void* output, void* workspace, int threads);
 /// Runs plan on host memory with the assignment of every reduced label (see einsum_argmax_host).
 void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
                         std::span<const void* const> operands, void* output, std::int64_t* assignment,
                         void* workspace, int threads);
 /// Runs plan over CountingTropical on host memory (see einsum_counting_host).
-void einsum_counting_host(const EinsumProgram& plan, std::size_t element_bytes, std::span<const void* const> values,
-                          std::span<const void* const> counts, void* out_values, void* out_counts, void* workspace,
-                          int threads);
+void einsum_counting_host(const EinsumProgram& plan, std::size_t element_bytes,
+                          std::span<const void* const> values, std::span<const void* const> counts,
+                          void* out_values, void* out_counts, void* workspace, int threads);
 /// Queues plan on a stream (see einsum).
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream);
@@ -127,8 +130,8 @@ void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
 class EinsumPlan {
  public:
   /// Plans inputs -> output over operands of the given shapes; throws InvalidArgument naming the label or
-  /// operand at fault (a term whose length is not its operand's rank, a label whose sizes disagree, a label of
-  /// dimension 0, an output label in no operand or twice in the output, a path that does not cover the
+  /// operand at fault (a term whose length is not its operand's rank, a label whose sizes disagree, a label
+  /// of dimension 0, an output label in no operand or twice in the output, a path that does not cover the
   /// operands, a memory limit below the output's size or that only slicing an output label could meet).
   EinsumPlan(const std::vector<std::vector<int>>& inputs, const std::vector<int>& output,
              const std::vector<std::vector<std::int64_t>>& shapes, const EinsumOptions& options = {});
@@ -151,8 +154,11 @@ class EinsumPlan {
   std::vector<int> reduced_labels() const;
   /// Bytes of workspace an argmax run over elements of element_bytes bytes needs (every step's argmax kept).
   std::size_t argmax_workspace_bytes(std::size_t element_bytes) const;
-  /// Bytes of workspace a CountingTropical run over elements of element_bytes bytes needs (values and counts).
-  std::size_t counting_workspace_bytes(std::size_t element_bytes) const { return 2 * workspace_bytes(element_bytes); }
+  /// Bytes of workspace a CountingTropical run over elements of element_bytes bytes needs (values and
+  /// counts).
+  std::size_t counting_workspace_bytes(std::size_t element_bytes) const {
+    return 2 * workspace_bytes(element_bytes);
+  }
   /// The program (for the library's runners).
   const detail::EinsumProgram& program() const { return *program_; }
 
@@ -165,9 +171,9 @@ class EinsumPlan {
 /// default). workspace: at least workspace_bytes(sizeof(T)) bytes aligned for T, or null (allocated per
 /// call). Throws InvalidArgument for a wrong operand count or a null pointer.
 template <Semiring S, Element T>
-  requires kSupported<S, T>
-void einsum_host(const EinsumPlan& plan, std::span<const T* const> operands, T* output, void* workspace = nullptr,
-                 int threads = 0) {
+requires kSupported<S, T>
+void einsum_host(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
+                 void* workspace = nullptr, int threads = 0) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, workspace, threads);
 }
@@ -178,22 +184,23 @@ void einsum_host(const EinsumPlan& plan, std::span<const T* const> operands, T* 
 /// (and to the first slice), any index where nothing beat the semiring zero. workspace: at least
 /// argmax_workspace_bytes(sizeof(T)) bytes aligned for T, or null.
 template <Semiring S, Element T>
-  requires kSupported<S, T>
+requires kSupported<S, T>
 void einsum_argmax_host(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
                         std::int64_t* assignment, void* workspace = nullptr, int threads = 0) {
   std::vector<const void*> erased(operands.begin(), operands.end());
-  detail::einsum_argmax_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, assignment, workspace,
-                             threads);
+  detail::einsum_argmax_host(plan.program(), detail::einsum_kernels<S, T>(), erased, output, assignment,
+                             workspace, threads);
 }
 
-/// The contraction of plan over CountingTropical (tropical/counting.hpp; reference.hpp states its semantics) on
-/// host arrays: operand i is values[i] with counts[i] (both of its shape), the output out_values with out_counts;
-/// the largest value of every output element and how many configurations reach it (counts multiplied along a
-/// configuration, summed over the optimal ones), as tropical.counting_einsum. workspace: at least
-/// counting_workspace_bytes(sizeof(T)) bytes aligned for T, or null.
+/// The contraction of plan over CountingTropical (tropical/counting.hpp; reference.hpp states its semantics)
+/// on host arrays: operand i is values[i] with counts[i] (both of its shape), the output out_values with
+/// out_counts; the largest value of every output element and how many configurations reach it (counts
+/// multiplied along a configuration, summed over the optimal ones), as tropical.counting_einsum. workspace:
+/// at least counting_workspace_bytes(sizeof(T)) bytes aligned for T, or null.
 template <CountingElement T>
-void einsum_counting_host(const EinsumPlan& plan, std::span<const T* const> values, std::span<const T* const> counts,
-                          T* out_values, T* out_counts, void* workspace = nullptr, int threads = 0) {
+void einsum_counting_host(const EinsumPlan& plan, std::span<const T* const> values,
+                          std::span<const T* const> counts, T* out_values, T* out_counts,
+                          void* workspace = nullptr, int threads = 0) {
   std::vector<const void*> v(values.begin(), values.end()), c(counts.begin(), counts.end());
   detail::einsum_counting_host(plan.program(), sizeof(T), v, c, out_values, out_counts, workspace, threads);
 }
@@ -203,7 +210,7 @@ void einsum_counting_host(const EinsumPlan& plan, std::span<const T* const> valu
 /// workspace_bytes(sizeof(T)) bytes of device memory, or null (then one allocation is made and freed after
 /// the stream's work, which waits for it). Throws as tropical::gemm_batched does.
 template <Semiring S, Element T>
-  requires kSupported<S, T>
+requires kSupported<S, T>
 void einsum(const EinsumPlan& plan, std::span<const T* const> operands, T* output, void* workspace = nullptr,
             CUstream stream = nullptr) {
   std::vector<const void*> erased(operands.begin(), operands.end());

@@ -61,9 +61,10 @@ std::vector<const T*> typed(const std::vector<const void*>& operands) {
 extern "C" {
 
 tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical_dtype dtype, size_t count,
-                                            const int64_t* ranks, const int64_t* labels, const int64_t* shapes,
-                                            int64_t output_rank, const int64_t* output, size_t path_length,
-                                            const int64_t* path, int64_t memory_limit, void** plan) {
+                                            const int64_t* ranks, const int64_t* labels,
+                                            const int64_t* shapes, int64_t output_rank, const int64_t* output,
+                                            size_t path_length, const int64_t* path, int64_t memory_limit,
+                                            void** plan) {
   return guarded([&] {
     if (plan == nullptr) tropical::c_api::not_null_failure("plan");
     *plan = nullptr;
@@ -101,7 +102,8 @@ tropical_status tropical_einsum_plan_destroy(void* plan) {
 }
 
 tropical_status tropical_einsum_plan_info(const void* plan, double* log2_time, double* log2_space,
-                                          int64_t* largest_intermediate, int64_t* slices, int64_t* path_length) {
+                                          int64_t* largest_intermediate, int64_t* slices,
+                                          int64_t* path_length) {
   return guarded([&] {
     const tropical::EinsumInfo& info = plan_of(plan).plan.info();
     if (log2_time != nullptr) *log2_time = info.log2_time;
@@ -128,7 +130,8 @@ tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* b
     const Plan& p = plan_of(plan);
     const std::size_t element = tropical_dtype_size(static_cast<tropical_dtype>(p.dtype));
     if (bytes != nullptr) {
-      *bytes = p.semiring == TROPICAL_COUNTING ? p.plan.counting_workspace_bytes(element) : p.plan.workspace_bytes(element);
+      *bytes = p.semiring == TROPICAL_COUNTING ? p.plan.counting_workspace_bytes(element)
+                                               : p.plan.workspace_bytes(element);
     }
     if (argmax_bytes != nullptr) *argmax_bytes = p.plan.argmax_workspace_bytes(element);
   });
@@ -146,28 +149,30 @@ tropical_status tropical_einsum_plan_run_host(const void* plan, const void* cons
   });
 }
 
-tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const void* const* operands, void* output,
-                                                     int64_t* assignment, void* workspace) {
+tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const void* const* operands,
+                                                     void* output, int64_t* assignment, void* workspace) {
   return guarded([&] {
     const Plan& p = plan_of(plan);
     const std::vector<const void*> ops = operands_of(p, operands);
     with_plan_types(p, [&]<class S, class T>() {
       tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
       tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
-      tropical::einsum_argmax_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment, workspace);
+      tropical::einsum_argmax_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment,
+                                         workspace);
     });
   });
 }
 
 tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const void* const* values,
-                                                       const void* const* counts, void* out_values, void* out_counts,
-                                                       void* workspace) {
+                                                       const void* const* counts, void* out_values,
+                                                       void* out_counts, void* workspace) {
   return guarded([&] {
     const Plan& p = plan_of(plan);
     if (p.semiring != TROPICAL_COUNTING) invalid("the plan was not made for TROPICAL_COUNTING");
     const std::vector<const void*> v = operands_of(p, values), c = operands_of(p, counts);
     tropical::c_api::with_counting_type(p.dtype, [&]<class T>() {
-      tropical::c_api::check_aligned<T>({{out_values, "out_values"}, {out_counts, "out_counts"}, {workspace, "workspace"}});
+      tropical::c_api::check_aligned<T>(
+          {{out_values, "out_values"}, {out_counts, "out_counts"}, {workspace, "workspace"}});
       tropical::einsum_counting_host<T>(p.plan, typed<T>(v), typed<T>(c), static_cast<T*>(out_values),
                                         static_cast<T*>(out_counts), workspace);
     });

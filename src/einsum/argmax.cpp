@@ -1,7 +1,7 @@
 // The argmax mode on host memory: every slice run with each product's argmax kept, then traced back from the
-// root per output element (python/tropical/_einsum_trace.py's walk: a node's result labels are assigned by its
-// ancestors, its argmax read there and unravelled into the labels it reduced); slices merged where the new one
-// is strictly better (ties keep the first slice).
+// root per output element (python/tropical/_einsum_trace.py's walk: a node's result labels are assigned by
+// its ancestors, its argmax read there and unravelled into the labels it reduced); slices merged where the
+// new one is strictly better (ties keep the first slice).
 
 #include <algorithm>
 #include <cstring>
@@ -37,7 +37,8 @@ void trace_back(const EinsumProgram& plan, const std::int32_t* argmax, const std
     for (const einsum_detail::TraceNode& node : program.trace) {
       std::int64_t position = 0;
       for (int label : node.labels) position = position * net.sizes[label] + value[label];
-      std::int64_t k = std::max<std::int32_t>(argmax[node.argmax + position], 0);  // -1: nothing beat the zero
+      std::int64_t k =
+          std::max<std::int32_t>(argmax[node.argmax + position], 0);  // -1: nothing beat the zero
       for (std::size_t i = node.contracted.size(); i-- > 0;) {
         const int label = node.contracted[i];
         value[label] = k % net.sizes[label];
@@ -52,8 +53,9 @@ void trace_back(const EinsumProgram& plan, const std::int32_t* argmax, const std
 
 }  // namespace
 
-void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
-                        void* output, std::int64_t* assignment, void* workspace, int threads) {
+void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
+                        std::span<const void* const> operands, void* output, std::int64_t* assignment,
+                        void* workspace, int threads) {
   using namespace einsum_detail;
   const Program& program = plan.program;
   check_pointers(plan, operands, output, workspace == nullptr ? &plan : workspace);

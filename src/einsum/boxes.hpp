@@ -17,8 +17,9 @@ struct Box {
   std::int64_t size[kMaxBoxRank] = {1}, src_stride[kMaxBoxRank] = {1}, dst_stride[kMaxBoxRank] = {1};
 };
 
-/// The copy as boxes of at most max_rank axes (<= kMaxBoxRank): itself when it has that few (rank 0: one element
-/// as a box of one), else one box per index of its leading axes (rare once coalesced: a device launch each).
+/// The copy as boxes of at most max_rank axes (<= kMaxBoxRank): itself when it has that few (rank 0: one
+/// element as a box of one), else one box per index of its leading axes (rare once coalesced: a device launch
+/// each).
 std::vector<Box> split(const CopyStep& copy, int max_rank = kMaxBoxRank);
 
 }  // namespace tropical::einsum_detail

@@ -47,8 +47,10 @@ class DeviceBackend final : public einsum_detail::Backend {
     std::memcpy(bytes, one, eb);
     driver::check(driver::api().cuMemsetD8Async(ptr, 0, count * eb, stream_), "cuMemsetD8Async");
     for (std::size_t j = 0; j < eb; ++j) {
-      if (bytes[j] == 0) continue;  // byte j of every element: a column one byte wide at a pitch of one element
-      driver::check(driver::api().cuMemsetD2D8Async(ptr + j, eb, bytes[j], 1, count, stream_), "cuMemsetD2D8Async");
+      if (bytes[j] == 0)
+        continue;  // byte j of every element: a column one byte wide at a pitch of one element
+      driver::check(driver::api().cuMemsetD2D8Async(ptr + j, eb, bytes[j], 1, count, stream_),
+                    "cuMemsetD2D8Async");
     }
   }
 
@@ -59,8 +61,8 @@ class DeviceBackend final : public einsum_detail::Backend {
 
 }  // namespace
 
-void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
-                   void* output, void* workspace, CUstream stream) {
+void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
+                   std::span<const void* const> operands, void* output, void* workspace, CUstream stream) {
   einsum_detail::check_pointers(plan, operands, output, workspace == nullptr ? &plan : workspace);
   // The device of the output: the permutes launch in the current context (its primary one), the products
   // check every pointer against it.

@@ -1,5 +1,5 @@
-// The greedy order, ported from python/tropical/_einsum_greedy.py (without its randomness) step for step, with
-// the same floating-point costs and tie order, so that both planners give one tree for one network.
+// The greedy order, ported from python/tropical/_einsum_greedy.py (without its randomness) step for step,
+// with the same floating-point costs and tie order, so that both planners give one tree for one network.
 
 #include <algorithm>
 #include <cmath>
@@ -77,7 +77,8 @@ Tree greedy(const Problem& problem) {
     }
     if (a < 0) {  // no pair shares a label: join the two smallest
       std::vector<int> order(alive.begin(), alive.end());
-      std::sort(order.begin(), order.end(), [&](int s, int t) { return std::tie(sizes[s], s) < std::tie(sizes[t], t); });
+      std::sort(order.begin(), order.end(),
+                [&](int s, int t) { return std::tie(sizes[s], s) < std::tie(sizes[t], t); });
       a = order[0];
       b = order[1];
     }
@@ -97,8 +98,14 @@ Tree greedy(const Problem& problem) {
       ++count[bit];
     }
     for (int bit : (outs[a] | outs[b]).bits()) {
-      if (count[bit] >= 2) multi2.set(bit); else multi2.reset(bit);
-      if (count[bit] >= 3) multi3.set(bit); else multi3.reset(bit);
+      if (count[bit] >= 2)
+        multi2.set(bit);
+      else
+        multi2.reset(bit);
+      if (count[bit] >= 3)
+        multi3.set(bit);
+      else
+        multi3.reset(bit);
     }
     sizes.push_back(size(out));
     outs.push_back(std::move(out));

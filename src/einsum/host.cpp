@@ -30,27 +30,38 @@ void HostBackend::copy(const CopyStep& c, const void* src, void* dst) {
   const auto* s = static_cast<const std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
   switch (kernels_.element_bytes) {
-    case 1: copy_box<1>(c, s, d, 0); break;
-    case 2: copy_box<2>(c, s, d, 0); break;
-    case 4: copy_box<4>(c, s, d, 0); break;
-    default: copy_box<8>(c, s, d, 0); break;
+    case 1:
+      copy_box<1>(c, s, d, 0);
+      break;
+    case 2:
+      copy_box<2>(c, s, d, 0);
+      break;
+    case 4:
+      copy_box<4>(c, s, d, 0);
+      break;
+    default:
+      copy_box<8>(c, s, d, 0);
+      break;
   }
 }
 
 void HostBackend::fill(void* dst, const void* one, std::int64_t count) {
   auto* d = static_cast<std::byte*>(dst);
-  for (std::int64_t i = 0; i < count; ++i) std::memcpy(d + i * kernels_.element_bytes, one, kernels_.element_bytes);
+  for (std::int64_t i = 0; i < count; ++i)
+    std::memcpy(d + i * kernels_.element_bytes, one, kernels_.element_bytes);
 }
 
 }  // namespace tropical::einsum_detail
 
 namespace tropical::detail {
 
-void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
-                 void* output, void* workspace, int threads) {
-  einsum_detail::HostWorkspace owned(workspace == nullptr ? plan.program.workspace_elements * kernels.element_bytes : 0);
+void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels,
+                 std::span<const void* const> operands, void* output, void* workspace, int threads) {
+  einsum_detail::HostWorkspace owned(
+      workspace == nullptr ? plan.program.workspace_elements * kernels.element_bytes : 0);
   einsum_detail::HostBackend backend(kernels, threads);
-  einsum_detail::run(plan, kernels, backend, operands, output, workspace != nullptr ? workspace : owned.get());
+  einsum_detail::run(plan, kernels, backend, operands, output,
+                     workspace != nullptr ? workspace : owned.get());
 }
 
 }  // namespace tropical::detail

@@ -24,8 +24,9 @@ class HostBackend final : public Backend {
 class HostWorkspace {
  public:
   explicit HostWorkspace(std::size_t bytes)
-      : data_(bytes > 0 ? new std::max_align_t[(bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]
-                        : nullptr) {}
+      : data_(bytes > 0
+                  ? new std::max_align_t[(bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]
+                  : nullptr) {}
   void* get() const { return data_.get(); }
 
  private:

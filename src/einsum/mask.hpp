@@ -32,15 +32,24 @@ class Mask {
   std::vector<int> bits() const {
     std::vector<int> out;
     for (std::size_t w = 0; w < words_.size(); ++w) {
-      for (std::uint64_t x = words_[w]; x != 0; x &= x - 1) out.push_back(static_cast<int>(w * 64) + std::countr_zero(x));
+      for (std::uint64_t x = words_[w]; x != 0; x &= x - 1)
+        out.push_back(static_cast<int>(w * 64) + std::countr_zero(x));
     }
     return out;
   }
-  Mask& operator|=(const Mask& o) { return apply(o, [](auto a, auto b) { return a | b; }); }
-  Mask& operator&=(const Mask& o) { return apply(o, [](auto a, auto b) { return a & b; }); }
-  Mask& operator^=(const Mask& o) { return apply(o, [](auto a, auto b) { return a ^ b; }); }
+  Mask& operator|=(const Mask& o) {
+    return apply(o, [](auto a, auto b) { return a | b; });
+  }
+  Mask& operator&=(const Mask& o) {
+    return apply(o, [](auto a, auto b) { return a & b; });
+  }
+  Mask& operator^=(const Mask& o) {
+    return apply(o, [](auto a, auto b) { return a ^ b; });
+  }
   /// This set less the labels of o.
-  Mask& remove(const Mask& o) { return apply(o, [](auto a, auto b) { return a & ~b; }); }
+  Mask& remove(const Mask& o) {
+    return apply(o, [](auto a, auto b) { return a & ~b; });
+  }
   friend Mask operator|(Mask a, const Mask& b) { return a |= b; }
   friend Mask operator&(Mask a, const Mask& b) { return a &= b; }
   friend Mask operator^(Mask a, const Mask& b) { return a ^= b; }

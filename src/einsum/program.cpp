@@ -54,7 +54,8 @@ struct View {
 
 class Compiler {
  public:
-  Compiler(const Network& net, const Mask& sliced, std::int64_t base) : net_(net), sliced_(sliced), arena_(base) {}
+  Compiler(const Network& net, const Mask& sliced, std::int64_t base)
+      : net_(net), sliced_(sliced), arena_(base) {}
 
   std::int64_t product_of(const std::vector<int>& labels) const {
     std::int64_t p = 1;
@@ -97,8 +98,10 @@ class Compiler {
   std::optional<View> view(const Value& v, const std::vector<int>& batch, const std::vector<int>& rows,
                            const std::vector<int>& cols) const {
     const std::int64_t r = product_of(rows), c = product_of(cols);
-    if (dense_in(v, concat({&batch, &cols, &rows}))) return View{Trans::kYes, std::max<std::int64_t>(r, 1), r * c};
-    if (dense_in(v, concat({&batch, &rows, &cols}))) return View{Trans::kNo, std::max<std::int64_t>(c, 1), r * c};
+    if (dense_in(v, concat({&batch, &cols, &rows})))
+      return View{Trans::kYes, std::max<std::int64_t>(r, 1), r * c};
+    if (dense_in(v, concat({&batch, &rows, &cols})))
+      return View{Trans::kNo, std::max<std::int64_t>(c, 1), r * c};
     return std::nullopt;
   }
 
@@ -158,7 +161,8 @@ class Compiler {
     v.labels = net_.inputs[leaf];
     v.strides.assign(v.labels.size(), 1);
     for (std::size_t i = v.labels.size(); i-- > 1;) v.strides[i - 1] = v.strides[i] * net_.shapes[leaf][i];
-    // A repeated label's axes become their diagonal, appended last (numpy's diagonal(), as the Python executor).
+    // A repeated label's axes become their diagonal, appended last (numpy's diagonal(), as the Python
+    // executor).
     while (true) {
       std::size_t p = 0, q = 0;
       for (q = 0; q < v.labels.size(); ++q) {
@@ -315,7 +319,8 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
   std::int64_t ones = slices > 1 ? 1 : 0;
   for (int leaf = 0; leaf < tree.count; ++leaf) {
     std::int64_t k = 1;
-    for (int label : without(without(problem.leaves[leaf], keeps[leaf]), sliced).bits()) k *= net.sizes[label];
+    for (int label : without(without(problem.leaves[leaf], keeps[leaf]), sliced).bits())
+      k *= net.sizes[label];
     ones = std::max(ones, k);
   }
   std::int64_t base = (ones + kAlign - 1) / kAlign * kAlign;
@@ -342,7 +347,8 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
     c.copy(result, net.output, true);
     c.release(result);
   }
-  // The traceback's order: from the root down (an ancestor assigns every label its descendants' results hold).
+  // The traceback's order: from the root down (an ancestor assigns every label its descendants' results
+  // hold).
   std::vector<int> stack{root};
   while (!stack.empty()) {
     const int node = stack.back();

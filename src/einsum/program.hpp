@@ -19,8 +19,8 @@ enum class Space : std::uint8_t { kOperand, kWorkspace, kResult, kOnes };
 struct Where {
   Space space = Space::kWorkspace;
   int operand = 0;
-  std::int64_t offset = 0;                               ///< elements
-  std::vector<std::pair<int, std::int64_t>> fixed;       ///< (sliced label's ordinal, its stride) of an operand
+  std::int64_t offset = 0;                          ///< elements
+  std::vector<std::pair<int, std::int64_t>> fixed;  ///< (sliced label's ordinal, its stride) of an operand
 };
 
 /// dst[i] = src[i] over a box of `size` (any rank, coalesced; rank 0: one element), strides in elements.
@@ -35,7 +35,8 @@ struct ProductStep {
   Trans ta = Trans::kNo, tb = Trans::kNo;
   std::int64_t m = 1, n = 1, k = 1, lda = 1, ldb = 1, ldc = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0, batch = 1;
-  std::int64_t argmax = -1;  ///< in argmax mode, where its argmax goes (int32 elements into the argmax region)
+  std::int64_t argmax =
+      -1;  ///< in argmax mode, where its argmax goes (int32 elements into the argmax region)
 };
 
 using Step = std::variant<CopyStep, ProductStep>;
@@ -47,20 +48,21 @@ struct TraceNode {
   std::int64_t argmax = 0;
 };
 
-/// The steps of one slice, made from a network, its tree and its sliced labels (python/tropical/_einsum_exec.py's
-/// classification, made once): each operand's diagonals and sliced labels as a strided view, its private
-/// labels reduced by a product with a column of ones, every pairwise contraction as one batched product of
-/// views (row- or column-major) or of copies, the root copied into the output's order unless the last
-/// product already writes it so. Workspace offsets come from a first-fit arena over the steps' lifetimes.
+/// The steps of one slice, made from a network, its tree and its sliced labels
+/// (python/tropical/_einsum_exec.py's classification, made once): each operand's diagonals and sliced labels
+/// as a strided view, its private labels reduced by a product with a column of ones, every pairwise
+/// contraction as one batched product of views (row- or column-major) or of copies, the root copied into the
+/// output's order unless the last product already writes it so. Workspace offsets come from a first-fit arena
+/// over the steps' lifetimes.
 struct Program {
   std::vector<Step> steps;
   std::vector<int> sliced;                  ///< the sliced labels, in label order (their ordinals)
   std::vector<std::int64_t> slice_extents;  ///< per sliced label
   std::int64_t workspace_elements = 0;
-  std::int64_t ones_count = 0;              ///< ones at workspace offset 0
-  std::int64_t part_offset = -1;            ///< where slices after the first put their result (-1: one slice)
-  std::vector<TraceNode> trace;             ///< every reduction, each after the one whose result holds it
-  std::int64_t argmax_count = 0;            ///< int32 elements of the argmax region (after the workspace)
+  std::int64_t ones_count = 0;    ///< ones at workspace offset 0
+  std::int64_t part_offset = -1;  ///< where slices after the first put their result (-1: one slice)
+  std::vector<TraceNode> trace;   ///< every reduction, each after the one whose result holds it
+  std::int64_t argmax_count = 0;  ///< int32 elements of the argmax region (after the workspace)
 };
 
 /// The program of `tree` over `net` with the labels of `sliced` sliced.

@@ -1,5 +1,5 @@
-// Running a program: every slice's steps in order with its sliced labels' indices, the first slice writing the
-// output and each later one its part, merged into the output by C = part (+) C (a product by the one).
+// Running a program: every slice's steps in order with its sliced labels' indices, the first slice writing
+// the output and each later one its part, merged into the output by C = part (+) C (a product by the one).
 
 #include "run.hpp"
 
@@ -17,21 +17,28 @@ std::byte* Memory::at(const Where& w) const {
       base = static_cast<std::byte*>(const_cast<void*>(operands[w.operand]));
       for (const auto& [ordinal, stride] : w.fixed) offset += (*index)[ordinal] * stride;
       break;
-    case Space::kWorkspace: base = workspace; break;
-    case Space::kResult: base = result; break;
-    case Space::kOnes: base = workspace; break;
+    case Space::kWorkspace:
+      base = workspace;
+      break;
+    case Space::kResult:
+      base = result;
+      break;
+    case Space::kOnes:
+      base = workspace;
+      break;
   }
   return base + offset * static_cast<std::int64_t>(element_bytes);
 }
 
-void check_pointers(const detail::EinsumProgram& plan, std::span<const void* const> operands, const void* output,
-                    const void* workspace) {
+void check_pointers(const detail::EinsumProgram& plan, std::span<const void* const> operands,
+                    const void* output, const void* workspace) {
   if (operands.size() != plan.network.inputs.size()) {
     throw InvalidArgument("tropical: the einsum plan takes " + std::to_string(plan.network.inputs.size()) +
                           " operand(s) but " + std::to_string(operands.size()) + " were given");
   }
   for (std::size_t i = 0; i < operands.size(); ++i) {
-    if (operands[i] == nullptr) throw InvalidArgument("tropical: einsum operand " + std::to_string(i) + " is null");
+    if (operands[i] == nullptr)
+      throw InvalidArgument("tropical: einsum operand " + std::to_string(i) + " is null");
   }
   if (output == nullptr) throw InvalidArgument("tropical: the einsum output is null");
   if (workspace == nullptr && plan.program.workspace_elements > 0) {
@@ -62,8 +69,8 @@ void run_slice(const Program& program, Backend& backend, const Memory& memory) {
 void merge(const detail::EinsumKernels& kernels, Backend& backend, const void* part, void* output,
            std::int64_t output_size, const void* ones) {
   // output_size x 1 times the 1 x 1 one, C read: C = part (+) C.
-  backend.product(Product<void>{{part, output_size, 1, 1}, {ones, 1, 1, 1}, {output, output_size, 1, 1}, {},
-                                kernels.accumulate, 1});
+  backend.product(Product<void>{
+      {part, output_size, 1, 1}, {ones, 1, 1, 1}, {output, output_size, 1, 1}, {}, kernels.accumulate, 1});
 }
 
 bool next_slice(const Program& program, std::vector<std::int64_t>& index) {

@@ -37,8 +37,8 @@ struct Memory {
 };
 
 /// Checks the pointers of a run (operand count, nulls); throws InvalidArgument naming the one at fault.
-void check_pointers(const detail::EinsumProgram& plan, std::span<const void* const> operands, const void* output,
-                    const void* workspace);
+void check_pointers(const detail::EinsumProgram& plan, std::span<const void* const> operands,
+                    const void* output, const void* workspace);
 
 /// Runs one slice's steps (with every product's argmax where memory.argmax is set).
 void run_slice(const Program& program, Backend& backend, const Memory& memory);

@@ -44,8 +44,9 @@ Mask choose_slices(const Problem& problem, const Tree& tree, std::int64_t memory
     if (scores.empty()) {
       char shown[32];
       std::snprintf(shown, sizeof shown, "%.1f", worst);
-      throw InvalidArgument("tropical: memory_limit " + std::to_string(memory_limit) + " is too small: a tensor of 2^" +
-                            shown + " elements holds only output labels, which are not sliced");
+      throw InvalidArgument("tropical: memory_limit " + std::to_string(memory_limit) +
+                            " is too small: a tensor of 2^" + shown +
+                            " elements holds only output labels, which are not sliced");
     }
     int best = -1;
     for (const auto& [bit, score] : scores) {

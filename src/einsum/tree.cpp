@@ -48,7 +48,8 @@ std::vector<Mask> Tree::outputs(const Problem& problem) const {
   const std::size_t total = n + children.size();
   std::vector<Mask> full(problem.leaves);
   full.resize(total, Mask(problem.labels()));
-  for (std::size_t i = 0; i < children.size(); ++i) full[n + i] = full[children[i].first] | full[children[i].second];
+  for (std::size_t i = 0; i < children.size(); ++i)
+    full[n + i] = full[children[i].first] | full[children[i].second];
   std::vector<Mask> need(total, Mask(problem.labels()));
   need.back() = problem.output;
   for (std::size_t i = children.size(); i-- > 0;) {
@@ -107,9 +108,10 @@ Tree from_path(const std::vector<std::vector<int>>& path, int count) {
     remaining.push_back(node);
   }
   if (remaining.size() != 1) {
-    throw InvalidArgument("tropical: the path does not cover the operands: " + std::to_string(remaining.size()) +
-                          " operands remain after its " + std::to_string(path.size()) + " step(s) (a path for " +
-                          std::to_string(count) + " operands contracts them into one)");
+    throw InvalidArgument(
+        "tropical: the path does not cover the operands: " + std::to_string(remaining.size()) +
+        " operands remain after its " + std::to_string(path.size()) + " step(s) (a path for " +
+        std::to_string(count) + " operands contracts them into one)");
   }
   return tree;
 }

@@ -1,6 +1,6 @@
-// The argmax mode on host arrays (src/einsum/argmax.cpp): on random small networks, the values equal the plain
-// run's bit for bit, and at every output element the assignment traced back reaches the value (the product of
-// the operands' elements at it is the result), sliced or not.
+// The argmax mode on host arrays (src/einsum/argmax.cpp): on random small networks, the values equal the
+// plain run's bit for bit, and at every output element the assignment traced back reaches the value (the
+// product of the operands' elements at it is the result), sliced or not.
 
 #include <gtest/gtest.h>
 
@@ -49,9 +49,10 @@ void check_assignment(const Net& net, const EinsumPlan& plan, const std::vector<
 template <class Pair>
 class EinsumArgmax : public ::testing::Test {};
 
-using Pairs = ::testing::Types<einsum_test::Pair<MaxPlus, float>, einsum_test::Pair<MinPlus, double>,
-                               einsum_test::Pair<MaxMul, float>, einsum_test::Pair<MaxMin, double>,
-                               einsum_test::Pair<MaxPlus, std::int64_t>, einsum_test::Pair<AndOr, std::uint8_t>>;
+using Pairs =
+    ::testing::Types<einsum_test::Pair<MaxPlus, float>, einsum_test::Pair<MinPlus, double>,
+                     einsum_test::Pair<MaxMul, float>, einsum_test::Pair<MaxMin, double>,
+                     einsum_test::Pair<MaxPlus, std::int64_t>, einsum_test::Pair<AndOr, std::uint8_t>>;
 TYPED_TEST_SUITE(EinsumArgmax, Pairs);
 
 TYPED_TEST(EinsumArgmax, assignments_reach_the_values_sliced_or_not) {
@@ -73,7 +74,8 @@ TYPED_TEST(EinsumArgmax, assignments_reach_the_values_sliced_or_not) {
         std::vector<T> values(p.output_size());
         std::vector<std::int64_t> assignment(p.reduced_labels().size() * p.output_size(), -1);
         einsum_argmax_host<S, T>(p, pointers, values.data(), assignment.data(), nullptr, 1);
-        ASSERT_EQ(std::memcmp(values.data(), plain.data(), values.size() * sizeof(T)), 0) << "limit " << limit;
+        ASSERT_EQ(std::memcmp(values.data(), plain.data(), values.size() * sizeof(T)), 0)
+            << "limit " << limit;
         check_assignment<S, T>(net, p, operands, values, assignment);
       } catch (const InvalidArgument&) {
         // the limit cannot be met by slicing reduced labels

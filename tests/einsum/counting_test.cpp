@@ -1,6 +1,7 @@
-// CountingTropical plans on host arrays (src/einsum/counting.cpp): random small networks against a brute-force
-// count over every assignment of the labels (the largest value of each output element and how many
-// configurations reach it, counts multiplied along one), and sliced runs equal to unsliced ones bit for bit.
+// CountingTropical plans on host arrays (src/einsum/counting.cpp): random small networks against a
+// brute-force count over every assignment of the labels (the largest value of each output element and how
+// many configurations reach it, counts multiplied along one), and sliced runs equal to unsliced ones bit for
+// bit.
 
 #include <gtest/gtest.h>
 
@@ -31,8 +32,8 @@ Pairs<T> random_pairs(const Net& net, std::mt19937& rng) {
     for (std::int64_t s : shape) n *= s;
     std::vector<T> v(n), c(n);
     for (std::int64_t i = 0; i < n; ++i) {
-      // Few distinct values: many ties to count. No -inf: its counts are kept (reference.hpp), so a contraction
-      // order that multiplies -inf late counts other configurations than the brute force does.
+      // Few distinct values: many ties to count. No -inf: its counts are kept (reference.hpp), so a
+      // contraction order that multiplies -inf late counts other configurations than the brute force does.
       v[i] = static_cast<T>(rng() % 3);
       c[i] = static_cast<T>(rng() % 3);
     }

@@ -20,12 +20,12 @@
 namespace tropical {
 namespace {
 
+using einsum_test::brute_force;
+using einsum_test::describe;
 using einsum_test::Net;
 using einsum_test::Pair;
-using einsum_test::describe;
 using einsum_test::random_net;
 using einsum_test::random_operands;
-using einsum_test::brute_force;
 
 template <class S, class T>
 std::vector<T> run(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
@@ -64,9 +64,9 @@ std::vector<std::vector<int>> random_path(int count, std::mt19937& rng) {
 template <class Pair>
 class EinsumHost : public ::testing::Test {};
 
-using Pairs = ::testing::Types<Pair<MaxPlus, float>, Pair<MaxPlus, double>, Pair<MinPlus, float>, Pair<MaxMul, double>,
-                               Pair<MaxMin, float>, Pair<MinMax, double>, Pair<MaxPlus, std::int32_t>,
-                               Pair<AndOr, std::uint8_t>>;
+using Pairs = ::testing::Types<Pair<MaxPlus, float>, Pair<MaxPlus, double>, Pair<MinPlus, float>,
+                               Pair<MaxMul, double>, Pair<MaxMin, float>, Pair<MinMax, double>,
+                               Pair<MaxPlus, std::int32_t>, Pair<AndOr, std::uint8_t>>;
 TYPED_TEST_SUITE(EinsumHost, Pairs);
 
 TYPED_TEST(EinsumHost, random_networks_equal_the_brute_force_sum_greedy_random_paths_and_sliced) {
@@ -82,11 +82,13 @@ TYPED_TEST(EinsumHost, random_networks_equal_the_brute_force_sum_greedy_random_p
     const EinsumPlan greedy(net.inputs, net.output, net.shapes());
     const auto got = run<S, T>(greedy, operands);
     ASSERT_EQ(got.size(), expected.size());
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_value(got[i], expected[i])) << "element " << i;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_TRUE(same_value(got[i], expected[i])) << "element " << i;
     const EinsumPlan given(net.inputs, net.output, net.shapes(),
                            {random_path(static_cast<int>(net.inputs.size()), rng), 0});
     const auto by_path = run<S, T>(given, operands);
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same_value(by_path[i], expected[i])) << "element " << i;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_TRUE(same_value(by_path[i], expected[i])) << "element " << i;
     // The same tree sliced under every limit that can be met: the same bits.
     for (std::int64_t limit : {1, 2, 4, 8}) {
       try {
@@ -103,8 +105,9 @@ TYPED_TEST(EinsumHost, random_networks_equal_the_brute_force_sum_greedy_random_p
 
 TEST(EinsumHost, equation_with_batch_diagonal_and_reduced_labels) {
   // b: batch (in both and the output); ii: a diagonal; k: reduced inside operand 1; j: contracted.
-  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};                       // b i i (2 x 2 x 2)
-  const std::vector<float> b = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};  // b i j k (2 x 2 x 2 x 2)
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};  // b i i (2 x 2 x 2)
+  const std::vector<float> b = {0, 1, 2,  3,  4,  5,  6,  7,
+                                8, 9, 10, 11, 12, 13, 14, 15};  // b i j k (2 x 2 x 2 x 2)
   const EinsumPlan plan("bii,bijk->bj", {{2, 2, 2}, {2, 2, 2, 2}});
   std::vector<float> out(4);
   const std::vector<const float*> ops = {a.data(), b.data()};

@@ -77,31 +77,54 @@ std::string rejection(F f) {
 }
 
 TEST(EinsumPlan, bad_networks_are_rejected_naming_the_fault) {
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->iz", {{2, 3}, {3, 4}}); }).find("output label 'z' appears in no operand"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->iz", {{2, 3}, {3, 4}});
+            }).find("output label 'z' appears in no operand"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->ik", {{2, 3}, {5, 4}}); })
-                .find("label 'j' has size 3 in one operand but 5 in operand 1"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->ik", {{2, 3}, {5, 4}});
+            }).find("label 'j' has size 3 in one operand but 5 in operand 1"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->ik", {{2, 0}, {0, 4}}); }).find("label 'j' has dimension 0"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->ik", {{2, 0}, {0, 4}});
+            }).find("label 'j' has dimension 0"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, {{{0, 1}}}); })
-                .find("the path does not cover the operands: 2 operands remain"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, {{{0, 1}}});
+            }).find("the path does not cover the operands: 2 operands remain"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->ik", {{2, 3}, {3, 4}}, {{{0, 2}}}); }).find("step 0 of the path"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->ik", {{2, 3}, {3, 4}}, {{{0, 2}}});
+            }).find("step 0 of the path"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan({{0, 1}, {1, 2}}, {0, 7}, {{2, 3}, {3, 4}}); })
-                .find("output label 7 appears in no operand"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan({{0, 1}, {1, 2}}, {0, 7}, {{2, 3}, {3, 4}});
+            }).find("output label 7 appears in no operand"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan({{0, 1}, {1, 2}}, {0, 0}, {{2, 3}, {3, 4}}); }).find("appears twice"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan({{0, 1}, {1, 2}}, {0, 0}, {{2, 3}, {3, 4}});
+            }).find("appears twice"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan({{0, 1}}, {0}, {{2}}); }).find("operand 0 has 1 dimension(s) but its term"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan({{0, 1}}, {0}, {{2}});
+            }).find("operand 0 has 1 dimension(s) but its term"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,j", {{2, 3}}); }).find("has 2 operand(s) but 1 were given"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,j", {{2, 3}});
+            }).find("has 2 operand(s) but 1 were given"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("i1->i", {{2, 3}}); }).find("label '1' is not a letter"), std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->ik", {{8, 3}, {3, 8}}, {{}, 32}); }).find("smaller than the output"),
+  EXPECT_NE(rejection([] {
+              EinsumPlan("i1->i", {{2, 3}});
+            }).find("label '1' is not a letter"),
             std::string::npos);
-  EXPECT_NE(rejection([] { EinsumPlan("ij,jk->ik", {{8, 3}, {3, 8}}, {{}, 64}); }).find(""), std::string::npos);
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->ik", {{8, 3}, {3, 8}}, {{}, 32});
+            }).find("smaller than the output"),
+            std::string::npos);
+  EXPECT_NE(rejection([] {
+              EinsumPlan("ij,jk->ik", {{8, 3}, {3, 8}}, {{}, 64});
+            }).find(""),
+            std::string::npos);
 }
 
 }  // namespace

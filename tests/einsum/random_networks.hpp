@@ -1,8 +1,8 @@
 #pragma once
 
 // Random small tensor networks for the einsum tests: labels of size 1 to 3, up to five operands of up to four
-// axes (labels repeated in one, shared by several, private to one), output labels among them, operands of small
-// integers (exact sums and products in any order) and now and then the semiring zero.
+// axes (labels repeated in one, shared by several, private to one), output labels among them, operands of
+// small integers (exact sums and products in any order) and now and then the semiring zero.
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
-// Einsum plans on a real GPU (src/einsum/device.cpp): the device run gives the host run's bits on random small
-// networks (every feature, greedy and sliced), on an independent-set network of a random 3-regular graph (bond
-// dimension 2, hundreds of steps) with and without slicing, with a workspace of the caller's or none, and
-// captured in a CUDA graph.
+// Einsum plans on a real GPU (src/einsum/device.cpp): the device run gives the host run's bits on random
+// small networks (every feature, greedy and sliced), on an independent-set network of a random 3-regular
+// graph (bond dimension 2, hundreds of steps) with and without slicing, with a workspace of the caller's or
+// none, and captured in a CUDA graph.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -60,7 +60,8 @@ std::vector<T> on_host(const EinsumPlan& plan, const std::vector<std::vector<T>>
 
 /// The device run (workspace: the caller's when given_workspace, else the library's).
 template <class S, class T>
-std::vector<T> on_device(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands, bool given_workspace) {
+std::vector<T> on_device(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands,
+                         bool given_workspace) {
   DeviceOperands<T> d(operands);
   DeviceBuffer<T> out(plan.output_size());
   if (given_workspace) {
