@@ -54,6 +54,12 @@ Network make_network(const std::vector<std::vector<int>>& inputs, const std::vec
       invalid("operand " + std::to_string(i) + " has " + std::to_string(shapes[i].size()) +
               " dimension(s) but its term " + show_term(net, term) + " names " + std::to_string(term.size()));
     }
+    std::int64_t elements = 1;
+    for (std::int64_t size : shapes[i]) {
+      if (size > 0 && (__builtin_mul_overflow(elements, size, &elements) || elements > (std::int64_t{1} << 62))) {
+        invalid("operand " + std::to_string(i) + " has more than 2^62 elements");
+      }
+    }
     for (std::size_t a = 0; a < term.size(); ++a) {
       const int label = term[a];
       const std::int64_t size = shapes[i][a];

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "network.hpp"
 #include "program.hpp"
@@ -20,6 +22,9 @@ std::shared_ptr<const detail::EinsumProgram> plan(einsum_detail::Network net, co
   const Problem problem = problem_of(net);
   const int count = static_cast<int>(net.inputs.size());
   const Tree tree = options.path.empty() ? greedy(problem) : from_path(options.path, count);
+  if (problem.log2_size(problem.output) > 62.0) {
+    throw InvalidArgument("tropical: the output has more than 2^62 elements");
+  }
   for (int label : net.output) {
     out->output_shape.push_back(net.sizes[label]);
     out->output_size *= net.sizes[label];
@@ -34,6 +39,12 @@ std::shared_ptr<const detail::EinsumProgram> plan(einsum_detail::Network net, co
   }
   const Mask sliced = choose_slices(problem, tree, options.memory_limit);
   const Cost cost = tree.cost(problem.without(sliced));
+  if (cost.log2_space > 62.0) {  // element counts and offsets are int64
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%.1f", cost.log2_space);
+    throw InvalidArgument(std::string("tropical: the order makes a tensor of 2^") + shown +
+                          " elements, past 64-bit sizes; pass a memory_limit (elements) to slice it");
+  }
   EinsumInfo& info = out->info;
   for (int label : sliced.bits()) {
     info.sliced.push_back(net.labels[label]);

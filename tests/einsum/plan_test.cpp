@@ -127,5 +127,29 @@ TEST(EinsumPlan, bad_networks_are_rejected_naming_the_fault) {
             std::string::npos);
 }
 
+TEST(EinsumPlan, sizes_past_64_bits_are_rejected) {
+  // 70 labels of size 2 in the output: 2^70 elements.
+  std::vector<int> output;
+  std::vector<std::vector<int>> inputs;
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (int label = 0; label < 70; ++label) {
+    inputs.push_back({label});
+    shapes.push_back({2});
+    output.push_back(label);
+  }
+  EXPECT_NE(rejection([&] { EinsumPlan(inputs, output, shapes); }).find("more than 2^62"), std::string::npos);
+  // A (i's) (x) B (j's) first keeps every label for D (i's) and E (j's): an intermediate of 2^70.
+  std::vector<int> is, js;
+  for (int label = 0; label < 35; ++label) {
+    is.push_back(label);
+    js.push_back(35 + label);
+  }
+  const std::vector<std::int64_t> half(35, 2);
+  EXPECT_NE(rejection([&] {
+              EinsumPlan({is, js, is, js}, {}, {half, half, half, half}, {{{0, 1}, {0, 2}, {0, 1}}, 0});
+            }).find("past 64-bit sizes"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tropical
