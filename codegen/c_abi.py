@@ -112,6 +112,9 @@ EINSUM = {
                                                                   "void* out_counts, void* workspace"),
     "tropical_einsum_plan_run": ("tropical_status", "const void* plan, const void* const* operands, void* output, "
                                                     "void* workspace, void* stream"),
+    "tropical_einsum_plan_run_argmax": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                           "void* output, int64_t* assignment, void* workspace, "
+                                                           "void* stream"),
 }
 
 # Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every

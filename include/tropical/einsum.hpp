@@ -119,6 +119,10 @@ void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
 void einsum_counting_host(const EinsumProgram& plan, std::size_t element_bytes,
                           std::span<const void* const> values, std::span<const void* const> counts,
                           void* out_values, void* out_counts, void* workspace, int threads);
+/// Runs plan on device memory with the assignment traced back on the host (see einsum_argmax).
+void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernels,
+                          std::span<const void* const> operands, void* output, std::int64_t* assignment,
+                          void* workspace, CUstream stream);
 /// Queues plan on a stream (see einsum).
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream);
@@ -215,6 +219,19 @@ void einsum(const EinsumPlan& plan, std::span<const T* const> operands, T* outpu
             CUstream stream = nullptr) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_device(plan.program(), detail::einsum_kernels<S, T>(), erased, output, workspace, stream);
+}
+
+/// einsum on device arrays with einsum_argmax_host's assignment (host memory), traced back on the host from
+/// every step's argmax kept on the device (a scalar output reads one element of each, a larger one copies
+/// them all); waits for the stream and returns with the output and the assignment written. workspace: at
+/// least argmax_workspace_bytes(sizeof(T)) bytes of device memory, or null (allocated per call).
+template <Semiring S, Element T>
+requires kSupported<S, T>
+void einsum_argmax(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
+                   std::int64_t* assignment, void* workspace = nullptr, CUstream stream = nullptr) {
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_argmax_device(plan.program(), detail::einsum_kernels<S, T>(), erased, output, assignment,
+                               workspace, stream);
 }
 
 }  // namespace tropical

@@ -427,6 +427,12 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_host_counting(const void* 
 TROPICAL_API tropical_status tropical_einsum_plan_run(const void* plan, const void* const* operands, void* output,
                                                       void* workspace, void* stream);
 
+/** tropical_einsum_plan_run_host_argmax on device memory (operands, output and workspace; assignment is host
+ * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written.
+ * workspace: the plan's argmax bytes of device memory, or NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
+                                                             int64_t* assignment, void* workspace, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,6 +97,7 @@ PROTOTYPES = {
     "tropical_einsum_plan_run_host_argmax": ([_ptr, _ptr, _ptr, _ptr, _ptr], _enum),
     "tropical_einsum_plan_run_host_counting": ([_ptr, _ptr, _ptr, _ptr, _ptr, _ptr], _enum),
     "tropical_einsum_plan_run": ([_ptr, _ptr, _ptr, _ptr, _ptr], _enum),
+    "tropical_einsum_plan_run_argmax": ([_ptr, _ptr, _ptr, _ptr, _ptr, _ptr], _enum),
     "tropical_gemm": ([_enum, _enum, _enum, _enum, _i64, _i64, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _i64,
                        _ptr], _enum),
     "tropical_cpu_gemm": ([_enum, _enum, _enum, _enum, _i64, _i64, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr,

@@ -192,4 +192,18 @@ tropical_status tropical_einsum_plan_run(const void* plan, const void* const* op
   });
 }
 
+tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
+                                                int64_t* assignment, void* workspace, void* stream) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    const std::vector<const void*> ops = operands_of(p, operands);
+    with_plan_types(p, [&]<class S, class T>() {
+      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
+      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
+      tropical::einsum_argmax<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment, workspace,
+                                    static_cast<CUstream>(stream));
+    });
+  });
+}
+
 }  // extern "C"

@@ -7,51 +7,10 @@
 #include <cstring>
 
 #include "host.hpp"
+#include "trace.hpp"
 #include "tropical/error.hpp"
 
 namespace tropical::detail {
-
-namespace {
-
-/// The traceback of one slice into `found` (rows: the labels not in the output; columns: output elements).
-void trace_back(const EinsumProgram& plan, const std::int32_t* argmax, const std::vector<std::int64_t>& index,
-                std::int64_t* found) {
-  const auto& net = plan.network;
-  const auto& program = plan.program;
-  const int labels = static_cast<int>(net.labels.size());
-  std::vector<int> row(labels, -1);
-  int rows = 0;
-  std::vector<bool> in_output(labels, false);
-  for (int label : net.output) in_output[label] = true;
-  for (int label = 0; label < labels; ++label) {
-    if (!in_output[label]) row[label] = rows++;
-  }
-  std::vector<std::int64_t> value(labels, 0);
-  for (std::int64_t o = 0; o < plan.output_size; ++o) {
-    std::int64_t rest = o;
-    for (std::size_t i = net.output.size(); i-- > 0;) {
-      value[net.output[i]] = rest % net.sizes[net.output[i]];
-      rest /= net.sizes[net.output[i]];
-    }
-    for (std::size_t i = 0; i < program.sliced.size(); ++i) value[program.sliced[i]] = index[i];
-    for (const einsum_detail::TraceNode& node : program.trace) {
-      std::int64_t position = 0;
-      for (int label : node.labels) position = position * net.sizes[label] + value[label];
-      std::int64_t k =
-          std::max<std::int32_t>(argmax[node.argmax + position], 0);  // -1: nothing beat the zero
-      for (std::size_t i = node.contracted.size(); i-- > 0;) {
-        const int label = node.contracted[i];
-        value[label] = k % net.sizes[label];
-        k /= net.sizes[label];
-      }
-    }
-    for (int label = 0; label < labels; ++label) {
-      if (row[label] >= 0) found[row[label] * plan.output_size + o] = value[label];
-    }
-  }
-}
-
-}  // namespace
 
 void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
                         std::span<const void* const> operands, void* output, std::int64_t* assignment,
@@ -76,7 +35,8 @@ void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
   bool first = true;
   do {
     run_slice(program, backend, {operands, ws, first ? result : part, eb, &index, argmax});
-    trace_back(plan, argmax, index, first ? assignment : found.data());
+    einsum_detail::trace_back(
+        plan, [&](std::int64_t i) { return argmax[i]; }, index, first ? assignment : found.data());
     if (!first) {
       for (std::int64_t o = 0; o < out; ++o) {
         if (!kernels.better(part + o * eb, result + o * eb)) continue;

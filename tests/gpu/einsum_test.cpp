@@ -181,5 +181,43 @@ TEST_F(GpuEinsum, a_run_captured_in_a_cuda_graph_replays_it) {
   api.cuStreamDestroy(stream);
 }
 
+/// (values, assignment) of the argmax run on the host and on the device.
+template <class S, class T>
+void argmax_matches(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
+  std::vector<const T*> pointers;
+  for (const auto& x : operands) pointers.push_back(x.data());
+  const std::size_t rows = plan.reduced_labels().size();
+  std::vector<T> want(plan.output_size());
+  std::vector<std::int64_t> want_assign(rows * plan.output_size());
+  einsum_argmax_host<S, T>(plan, pointers, want.data(), want_assign.data());
+  DeviceOperands<T> d(operands);
+  DeviceBuffer<T> out(plan.output_size());
+  std::vector<std::int64_t> assign(rows * plan.output_size(), -7);
+  einsum_argmax<S, T>(plan, d.pointers, out.get(), assign.data());
+  EXPECT_TRUE(same_bits(out.download(plan.output_size()), want));
+  EXPECT_EQ(assign, want_assign);
+}
+
+TEST_F(GpuEinsum, argmax_gives_the_host_values_and_assignment) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 60; ++trial) {
+    const einsum_test::Net net = einsum_test::random_net(rng);
+    SCOPED_TRACE(einsum_test::describe(net));
+    const auto operands = einsum_test::random_operands<MaxPlus, float>(net, rng);
+    for (std::int64_t limit : {0, 2}) {
+      try {
+        argmax_matches<MaxPlus, float>(EinsumPlan(net.inputs, net.output, net.shapes(), {{}, limit}),
+                                       operands);
+      } catch (const InvalidArgument&) {
+        // the limit cannot be met
+      }
+    }
+  }
+  const IndependentSet g = independent_set(60, 10);
+  for (std::int64_t limit : {0, 1 << 6}) {
+    argmax_matches<MaxPlus, float>(EinsumPlan(g.inputs, {}, g.shapes, {{}, limit}), g.operands);
+  }
+}
+
 }  // namespace
 }  // namespace tropical
