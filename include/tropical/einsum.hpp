@@ -136,7 +136,8 @@ class EinsumPlan {
   /// Plans inputs -> output over operands of the given shapes; throws InvalidArgument naming the label or
   /// operand at fault (a term whose length is not its operand's rank, a label whose sizes disagree, a label
   /// of dimension 0, an output label in no operand or twice in the output, a path that does not cover the
-  /// operands, a memory limit below the output's size or that only slicing an output label could meet).
+  /// operands, a memory limit below the output's size or that only slicing an output label could meet, a
+  /// tensor past 2^62 elements).
   EinsumPlan(const std::vector<std::vector<int>>& inputs, const std::vector<int>& output,
              const std::vector<std::vector<std::int64_t>>& shapes, const EinsumOptions& options = {});
   /// Plans a numpy-notation equation ("ij,jk->ik"; without "->", numpy's implicit output: the labels seen
