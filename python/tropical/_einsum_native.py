@@ -5,7 +5,7 @@ Python executor, which stays for torch, CuPy, bool operands and autograd."""
 
 import ctypes
 
-from . import _arrays, _einsum_tree, _lib, _ops
+from . import _arrays, _einsum_arrays, _einsum_trace, _einsum_tree, _lib, _ops
 
 _NATIVE_DTYPES = ("float32", "float64", "int32", "int64", "int16", "uint8")
 
@@ -67,6 +67,14 @@ def _pointers(operands):
     return arrays, (ctypes.c_void_p * len(arrays))(*[x.ctypes.data for x in arrays])
 
 
+def _as_merged(plan, semiring, x):
+    """x as the Python executor returns it: merged slices come out of the semiring's addition (idempotent), which
+    gives NumPy scalars for scalar outputs."""
+    if plan.info.slices > 1:
+        return _einsum_trace.add(_einsum_arrays.adapter(x), semiring, x, x)
+    return x
+
+
 def contract(plan, operands, semiring):
     """The values of einsum on NumPy operands (an array of the output's shape, 0-d for a scalar)."""
     import numpy
@@ -77,7 +85,7 @@ def contract(plan, operands, semiring):
     _lib.check(handle._dll.tropical_einsum_plan_run_host(handle.handle, ctypes.addressof(pointers), out.ctypes.data,
                                                          None))
     del arrays
-    return out
+    return _as_merged(plan, semiring, out)
 
 
 def contract_argmax(plan, operands, semiring):
@@ -91,6 +99,7 @@ def contract_argmax(plan, operands, semiring):
     _lib.check(handle._dll.tropical_einsum_plan_run_host_argmax(handle.handle, ctypes.addressof(pointers),
                                                                 out.ctypes.data, assign.ctypes.data, None))
     del arrays
+    out = _as_merged(plan, semiring, out)
     if not handle.output_shape:
         return out, {label: int(assign[i]) for i, label in enumerate(handle.rows)}
     return out, {label: assign[i] for i, label in enumerate(handle.rows)}
@@ -109,4 +118,6 @@ def contract_counting(plan, values, counts):
         handle.handle, ctypes.addressof(v_pointers), ctypes.addressof(c_pointers), out_values.ctypes.data,
         out_counts.ctypes.data, None))
     del v_arrays, c_arrays
+    if plan.info.slices > 1 and not handle.output_shape:  # the Python executor's merge gives NumPy scalars
+        return out_values[()], out_counts[()]
     return out_values, out_counts

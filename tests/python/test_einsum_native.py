@@ -58,6 +58,7 @@ def test_the_library_plan_gives_the_python_executors_bits(semiring):
                 got = tropical.einsum(equation, *operands, semiring=semiring, optimize=optimize,
                                       memory_limit=memory_limit)
                 assert same_bits(got, want), (equation, optimize, memory_limit)
+                assert type(got) is type(want), (equation, memory_limit)  # sliced scalars: NumPy scalars
                 values, assign = tropical.einsum_argmax(equation, *operands, semiring=semiring, optimize=optimize,
                                                         memory_limit=memory_limit)
                 assert same_bits(values, want), (equation, optimize, memory_limit)
