@@ -70,6 +70,33 @@ FUNCTIONS = {
                                                        "int64_t ldin, uint32_t* out, int64_t ldout"),
 }
 
+# The einsum plan's calls (tropical/einsum.hpp): name: (result, parameters), in tropical.h's order.
+EINSUM = {
+    "tropical_einsum_plan_create": ("tropical_status", "tropical_semiring semiring, tropical_dtype dtype, size_t count, "
+                                                       "const int64_t* ranks, const int64_t* labels, "
+                                                       "const int64_t* shapes, int64_t output_rank, "
+                                                       "const int64_t* output, size_t path_length, "
+                                                       "const int64_t* path, int64_t memory_limit, void** plan"),
+    "tropical_einsum_plan_destroy": ("tropical_status", "void* plan"),
+    "tropical_einsum_plan_info": ("tropical_status", "const void* plan, double* log2_time, double* log2_space, "
+                                                     "int64_t* largest_intermediate, int64_t* slices, "
+                                                     "int64_t* path_length"),
+    "tropical_einsum_plan_path": ("tropical_status", "const void* plan, int64_t* path"),
+    "tropical_einsum_plan_workspace_bytes": ("tropical_status", "const void* plan, size_t* bytes, size_t* argmax_bytes"),
+    "tropical_einsum_plan_run_host": ("tropical_status", "const void* plan, const void* const* operands, void* output, "
+                                                         "void* workspace"),
+    "tropical_einsum_plan_run_host_argmax": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                                "void* output, int64_t* assignment, void* workspace"),
+    "tropical_einsum_plan_run_host_counting": ("tropical_status", "const void* plan, const void* const* values, "
+                                                                  "const void* const* counts, void* out_values, "
+                                                                  "void* out_counts, void* workspace"),
+    "tropical_einsum_plan_run": ("tropical_status", "const void* plan, const void* const* operands, void* output, "
+                                                    "void* workspace, void* stream"),
+    "tropical_einsum_plan_run_argmax": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                           "void* output, int64_t* assignment, void* workspace, "
+                                                           "void* stream"),
+}
+
 # Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every
 # other pointer is passed as an address (an int from an array's data pointer): c_void_p.
 BY_REFERENCE = ("arch", "id", "ids", "compiled", "ready", "published", "iterations")
@@ -79,6 +106,8 @@ def functions():
     """Every function of the C ABI: name -> (result, [(C type, name), ...]), products in both forms."""
     found = {}
     for name, (result, params) in FUNCTIONS.items():
+        found[name] = (result, _split(params))
+    for name, (result, params) in EINSUM.items():
         found[name] = (result, _split(params))
     for name, params in PRODUCTS.items():
         found["tropical_" + name] = ("tropical_status", _split(params + ", void* stream"))

@@ -370,6 +370,69 @@ TROPICAL_API tropical_status tropical_bits_gemm_batched(tropical_bits_output out
 TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations,
                                                    void* stream);
 
+/* Einsum (tropical/einsum.hpp): a plan made once from the network (integer labels), the shapes, the semiring
+ * and dtype, an optional path and a memory limit, then run many times. A plan is an opaque handle (void*),
+ * immutable once made: it may be run from several threads at once, each with its own workspace. */
+
+/** Plans an einsum of `count` operands over (semiring, dtype) (TROPICAL_COUNTING: f32 or f64, run by
+ * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels and
+ * extents come next in `labels` and `shapes` (the operands' one after another); the output has output_rank
+ * labels `output` (row-major in that order). path: path_length steps of two positions in the list of
+ * remaining operands (opt_einsum's format; NULL and 0: the greedy order). memory_limit: the most elements an
+ * intermediate may have (0: none). *plan receives the handle (free it with tropical_einsum_plan_destroy). */
+TROPICAL_API tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical_dtype dtype, size_t count,
+                                                         const int64_t* ranks, const int64_t* labels,
+                                                         const int64_t* shapes, int64_t output_rank,
+                                                         const int64_t* output, size_t path_length,
+                                                         const int64_t* path, int64_t memory_limit, void** plan);
+
+/** Frees a plan (NULL: nothing). */
+TROPICAL_API tropical_status tropical_einsum_plan_destroy(void* plan);
+
+/** What the planner found: log2 of the multiply-adds (all slices) and of the largest tensor made, the largest
+ * intermediate's element count, the number of slices, and the number of steps of its path (pairs); any may be NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_info(const void* plan, double* log2_time, double* log2_space,
+                                                       int64_t* largest_intermediate, int64_t* slices,
+                                                       int64_t* path_length);
+
+/** The plan's order as path_length pairs of positions (opt_einsum's format) into path (2 * path_length int64). */
+TROPICAL_API tropical_status tropical_einsum_plan_path(const void* plan, int64_t* path);
+
+/** The bytes of workspace a run needs (a counting plan's: values and counts), and an argmax run's (every step's
+ * argmax kept). */
+TROPICAL_API tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* bytes,
+                                                                  size_t* argmax_bytes);
+
+/** Contracts the plan's network on host memory: operands[i] row-major with operand i's shape, output row-major
+ * (overwritten); workspace: at least the plan's workspace bytes aligned for the dtype, or NULL (allocated). */
+TROPICAL_API tropical_status tropical_einsum_plan_run_host(const void* plan, const void* const* operands, void* output,
+                                                           void* workspace);
+
+/** tropical_einsum_plan_run_host, and the winning index of every label not in the output (in order of first
+ * appearance in the terms) at every output element: assignment holds one row of the output's element count per
+ * such label (int64); ties to the smallest index; workspace: the plan's argmax bytes, or NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const void* const* operands,
+                                                                  void* output, int64_t* assignment, void* workspace);
+
+/** The CountingTropical contraction of a plan made for TROPICAL_COUNTING (f32 or f64) on host memory: operand i is
+ * values[i] with counts[i], the output out_values with out_counts (tropical/einsum.hpp's einsum_counting_host);
+ * workspace: the plan's workspace bytes, or NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const void* const* values,
+                                                                    const void* const* counts, void* out_values,
+                                                                    void* out_counts, void* workspace);
+
+/** tropical_einsum_plan_run_host on device memory, queued on `stream` (operands, output and workspace on one
+ * device; `operands` itself is a host array of device pointers). workspace NULL: allocated and freed after
+ * waiting for the stream. */
+TROPICAL_API tropical_status tropical_einsum_plan_run(const void* plan, const void* const* operands, void* output,
+                                                      void* workspace, void* stream);
+
+/** tropical_einsum_plan_run_host_argmax on device memory (operands, output and workspace; assignment is host
+ * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written.
+ * workspace: the plan's argmax bytes of device memory, or NULL. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
+                                                             int64_t* assignment, void* workspace, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,7 @@ import collections
 import itertools
 import sys
 
-from . import _arrays, _einsum_arrays, _einsum_exec, _einsum_parse, _einsum_path, _einsum_trace, _ops
+from . import _arrays, _einsum_arrays, _einsum_exec, _einsum_native, _einsum_parse, _einsum_path, _einsum_trace, _ops
 from ._einsum_path import einsum_path  # noqa: F401  (re-exported by the package)
 from ._einsum_treesa import TreeSA  # noqa: F401  (re-exported by the package)
 from ._errors import InvalidArgument
@@ -91,6 +91,8 @@ def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
     settings) or an opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are
     sliced until it holds). Returns an array of the operands' kind (0-d for a scalar output)."""
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
+    if _einsum_native.usable(operands, plan, semiring):
+        return _einsum_native.contract(plan, operands, semiring)
     return contract(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
 
 
@@ -100,6 +102,8 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
     each step's contracted labels (and, when sliced, to the first slice); where an output element is the
     semiring zero nothing wins and the assignment is arbitrary. Traced back through every step's argmax."""
     operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
+    if _einsum_native.usable(operands, plan, semiring):
+        return _einsum_native.contract_argmax(plan, operands, semiring)
     ad = _einsum_arrays.adapter(operands[0])
     like = operands[0]
     output = plan.network.output
@@ -155,6 +159,8 @@ def counting_einsum(*args, optimize="greedy", memory_limit=None):
             values[i], counts[i] = ad.contiguous(values[i]), ad.contiguous(counts[i])
     shapes = [tuple(d.shape) for d in described[:len(values)]]
     plan = _einsum_path.cached_plan(equation, shapes, sublists, output, optimize, memory_limit)
+    if _einsum_native.usable(values + counts, plan, "counting"):
+        return _einsum_native.contract_counting(plan, values, counts)
     best = total = None
     for fixed in _slices(plan):
         part = _einsum_exec.run(ad, plan, values, counts, "maxplus", "counting", fixed, None)

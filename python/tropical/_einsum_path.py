@@ -29,15 +29,19 @@ class PathInfo:
 
 class Plan:
     """A network, its contraction tree and sliced labels: what the executor runs. keeps[node]: the labels node
-    keeps (sliced labels excluded: a slice fixes them); steps: the executor's memo."""
+    keeps (sliced labels excluded: a slice fixes them); steps: the executor's memo; native: the library's plans of
+    it, per (semiring, dtype) (_einsum_native)."""
 
-    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps", "uses")
+    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps", "uses", "native",
+                 "memory_limit")
 
     def __init__(self, network, problem, labels, tree, sliced, info):
         self.network, self.problem, self.labels, self.tree = network, problem, labels, tree
         self.sliced, self.info = sliced, info
         self.steps = {}  # the executor's classification of each step, made on first use
         self.uses = None  # the executor's: how soon each node's labels are needed (_einsum_exec._uses)
+        self.native = {}
+        self.memory_limit = None  # what plan() sliced under
         self.keeps = [frozenset(_bit_labels(mask & ~sliced, labels)) for mask in tree.outputs(problem)]
 
     def sliced_labels(self):
@@ -95,7 +99,9 @@ def plan(network, optimize="greedy", memory_limit=None, timed=True):
                     sliced=tuple(label for i, label in enumerate(labels) if sliced >> i & 1), slices=slices,
                     planning_seconds=time.perf_counter() - start if timed else 0.0, sizes=dict(network.sizes),
                     inputs=list(network.inputs), output=network.output)
-    return Plan(network, problem, labels, tree, sliced, info)
+    made = Plan(network, problem, labels, tree, sliced, info)
+    made.memory_limit = memory_limit
+    return made
 
 
 def _bit_labels(mask, labels):

@@ -1,0 +1,100 @@
+// The C ABI's einsum plans (src/c_api/einsum.cpp): a plan made, queried, run on host memory (values, argmax,
+// counting) and destroyed; every failure a status and a message that names it, never an exception.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tropical/tropical.h"
+
+namespace {
+
+std::string last_error() { return tropical_last_error(); }
+
+/// ij,jk->ik over 2 x 3 and 3 x 2 operands (labels 0, 1, 2).
+void* make_plan(tropical_semiring semiring, tropical_dtype dtype) {
+  const int64_t ranks[] = {2, 2}, labels[] = {0, 1, 1, 2}, shapes[] = {2, 3, 3, 2}, output[] = {0, 2};
+  void* plan = nullptr;
+  EXPECT_EQ(
+      tropical_einsum_plan_create(semiring, dtype, 2, ranks, labels, shapes, 2, output, 0, nullptr, 0, &plan),
+      TROPICAL_OK)
+      << last_error();
+  return plan;
+}
+
+TEST(CAbiEinsum, a_plan_runs_on_host_memory_and_reports_its_order) {
+  void* plan = make_plan(TROPICAL_MAXPLUS, TROPICAL_F32);
+  int64_t steps = 0, slices = 0;
+  double log2_time = 0;
+  ASSERT_EQ(tropical_einsum_plan_info(plan, &log2_time, nullptr, nullptr, &slices, &steps), TROPICAL_OK);
+  EXPECT_EQ(steps, 1);
+  EXPECT_EQ(slices, 1);
+  int64_t path[2] = {-1, -1};
+  ASSERT_EQ(tropical_einsum_plan_path(plan, path), TROPICAL_OK);
+  EXPECT_EQ(path[0], 0);
+  EXPECT_EQ(path[1], 1);
+  const float a[] = {0, 1, 2, 3, 4, 5}, b[] = {1, 0, 0, 1, 2, 2};
+  const void* operands[] = {a, b};
+  float c[4] = {};
+  ASSERT_EQ(tropical_einsum_plan_run_host(plan, operands, c, nullptr), TROPICAL_OK) << last_error();
+  // c[i][k] = max_j a[i][j] + b[j][k]
+  EXPECT_EQ(c[0], 4.0f);
+  EXPECT_EQ(c[1], 4.0f);
+  EXPECT_EQ(c[2], 7.0f);
+  EXPECT_EQ(c[3], 7.0f);
+  int64_t j[4] = {};
+  ASSERT_EQ(tropical_einsum_plan_run_host_argmax(plan, operands, c, j, nullptr), TROPICAL_OK) << last_error();
+  EXPECT_EQ(j[0], 2);
+  EXPECT_EQ(j[3], 2);
+  EXPECT_EQ(tropical_einsum_plan_destroy(plan), TROPICAL_OK);
+  EXPECT_EQ(tropical_einsum_plan_destroy(nullptr), TROPICAL_OK);
+}
+
+TEST(CAbiEinsum, a_counting_plan_counts_and_refuses_the_value_runs) {
+  void* plan = make_plan(TROPICAL_COUNTING, TROPICAL_F64);
+  const double av[] = {0, 1, 1, 0, 0, 0}, ac[] = {1, 1, 2, 1, 1, 1}, bv[] = {0, 0, 0, 0, 0, 0},
+               bc[] = {1, 1, 1, 1, 1, 1};
+  const void* values[] = {av, bv};
+  const void* counts[] = {ac, bc};
+  double cv[4] = {}, cc[4] = {};
+  ASSERT_EQ(tropical_einsum_plan_run_host_counting(plan, values, counts, cv, cc, nullptr), TROPICAL_OK)
+      << last_error();
+  EXPECT_EQ(cv[0], 1.0);
+  EXPECT_EQ(cc[0], 3.0);  // j = 1 (count 1) and j = 2 (count 2)
+  EXPECT_EQ(cc[2], 3.0);  // every j ties at 0
+  EXPECT_EQ(tropical_einsum_plan_run_host(plan, values, cv, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("tropical_einsum_plan_run_host_counting"), std::string::npos);
+  tropical_einsum_plan_destroy(plan);
+}
+
+TEST(CAbiEinsum, bad_networks_and_arguments_are_a_status_and_a_message) {
+  const int64_t ranks[] = {2, 2}, labels[] = {0, 1, 1, 2}, shapes[] = {2, 3, 4, 2}, output[] = {0, 2};
+  void* plan = reinterpret_cast<void*>(1);
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 2, ranks, labels, shapes, 2, output,
+                                        0, nullptr, 0, &plan),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_NE(last_error().find("label 1 has size 3 in one operand but 4 in operand 1"), std::string::npos);
+  const int64_t good[] = {2, 3, 3, 2}, path[] = {0, 5};
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 2, ranks, labels, good, 2, output, 1,
+                                        path, 0, &plan),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("step 0 of the path"), std::string::npos);
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_ANDOR, TROPICAL_F32, 2, ranks, labels, good, 2, output, 0,
+                                        nullptr, 0, &plan),
+            TROPICAL_ERROR_NOT_IN_CATALOG);
+  EXPECT_EQ(tropical_einsum_plan_run_host(nullptr, nullptr, nullptr, nullptr),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("plan is null"), std::string::npos);
+  void* ok = make_plan(TROPICAL_MAXPLUS, TROPICAL_F32);
+  const float a[6] = {};
+  const void* one_null[] = {a, nullptr};
+  float c[4];
+  EXPECT_EQ(tropical_einsum_plan_run_host(ok, one_null, c, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("operand 1 is null"), std::string::npos);
+  tropical_einsum_plan_destroy(ok);
+}
+
+}  // namespace

@@ -1,0 +1,129 @@
+// CountingTropical plans on host arrays (src/einsum/counting.cpp): random small networks against a
+// brute-force count over every assignment of the labels (the largest value of each output element and how
+// many configurations reach it, counts multiplied along one), and sliced runs equal to unsliced ones bit for
+// bit.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "random_networks.hpp"
+#include "tropical/einsum.hpp"
+#include "tropical/error.hpp"
+
+namespace tropical {
+namespace {
+
+using einsum_test::Net;
+
+template <class T>
+struct Pairs {
+  std::vector<std::vector<T>> values, counts;
+};
+
+template <class T>
+Pairs<T> random_pairs(const Net& net, std::mt19937& rng) {
+  Pairs<T> p;
+  for (const auto& shape : net.shapes()) {
+    std::int64_t n = 1;
+    for (std::int64_t s : shape) n *= s;
+    std::vector<T> v(n), c(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      // Few distinct values: many ties to count. No -inf: its counts are kept (reference.hpp), so a
+      // contraction order that multiplies -inf late counts other configurations than the brute force does.
+      v[i] = static_cast<T>(rng() % 3);
+      c[i] = static_cast<T>(rng() % 3);
+    }
+    p.values.push_back(std::move(v));
+    p.counts.push_back(std::move(c));
+  }
+  return p;
+}
+
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> brute_force(const Net& net, const Pairs<T>& p) {
+  std::vector<int> labels;
+  for (const auto& [label, size] : net.sizes) labels.push_back(label);
+  std::int64_t out_size = 1;
+  for (int label : net.output) out_size *= net.sizes.at(label);
+  std::vector<T> best(out_size, -INFINITY), count(out_size, T(0));
+  std::map<int, std::int64_t> at;
+  for (int label : labels) at[label] = 0;
+  while (true) {
+    T v = 0, c = 1;
+    for (std::size_t i = 0; i < net.inputs.size(); ++i) {
+      std::int64_t offset = 0;
+      for (int label : net.inputs[i]) offset = offset * net.sizes.at(label) + at[label];
+      v += p.values[i][offset];
+      c *= p.counts[i][offset];
+    }
+    std::int64_t o = 0;
+    for (int label : net.output) o = o * net.sizes.at(label) + at[label];
+    if (v > best[o]) {
+      best[o] = v;
+      count[o] = c;
+    } else if (v == best[o]) {
+      count[o] += c;
+    }
+    std::size_t d = labels.size();
+    while (d > 0 && ++at[labels[d - 1]] == net.sizes.at(labels[d - 1])) at[labels[--d]] = 0;
+    if (d == 0) break;
+  }
+  return {best, count};
+}
+
+template <class T>
+std::pair<std::vector<T>, std::vector<T>> run(const EinsumPlan& plan, const Pairs<T>& p) {
+  std::vector<const T*> v, c;
+  for (std::size_t i = 0; i < p.values.size(); ++i) {
+    v.push_back(p.values[i].data());
+    c.push_back(p.counts[i].data());
+  }
+  std::vector<T> values(plan.output_size()), counts(plan.output_size());
+  einsum_counting_host<T>(plan, v, c, values.data(), counts.data(), nullptr, 1);
+  return {values, counts};
+}
+
+template <class T>
+void random_networks_count_as_the_brute_force(unsigned seed) {
+  std::mt19937 rng(seed);
+  int sliced = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Net net = einsum_test::random_net(rng);
+    SCOPED_TRACE(einsum_test::describe(net));
+    const Pairs<T> p = random_pairs<T>(net, rng);
+    const auto [want_v, want_c] = brute_force(net, p);
+    const EinsumPlan plan(net.inputs, net.output, net.shapes());
+    const auto [got_v, got_c] = run(plan, p);
+    for (std::size_t o = 0; o < want_v.size(); ++o) {
+      ASSERT_EQ(got_v[o], want_v[o]) << "element " << o;
+      ASSERT_EQ(got_c[o], want_c[o]) << "element " << o;
+    }
+    for (std::int64_t limit : {1, 2, 4}) {
+      try {
+        const EinsumPlan s(net.inputs, net.output, net.shapes(), {plan.info().path, limit});
+        sliced += s.info().slices > 1;
+        const auto [v, c] = run(s, p);
+        ASSERT_EQ(std::memcmp(v.data(), got_v.data(), v.size() * sizeof(T)), 0) << "limit " << limit;
+        ASSERT_EQ(std::memcmp(c.data(), got_c.data(), c.size() * sizeof(T)), 0) << "limit " << limit;
+      } catch (const InvalidArgument&) {
+        // the limit cannot be met
+      }
+    }
+  }
+  EXPECT_GT(sliced, 100);
+}
+
+TEST(EinsumCounting, random_networks_count_as_the_brute_force_sliced_or_not_float) {
+  random_networks_count_as_the_brute_force<float>(99);
+}
+
+TEST(EinsumCounting, random_networks_count_as_the_brute_force_sliced_or_not_double) {
+  random_networks_count_as_the_brute_force<double>(100);
+}
+
+}  // namespace
+}  // namespace tropical

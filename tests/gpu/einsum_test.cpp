@@ -1,0 +1,223 @@
+// Einsum plans on a real GPU (src/einsum/device.cpp): the device run gives the host run's bits on random
+// small networks (every feature, greedy and sliced), on an independent-set network of a random 3-regular
+// graph (bond dimension 2, hundreds of steps) with and without slicing, with a workspace of the caller's or
+// none, and captured in a CUDA graph.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../einsum/random_networks.hpp"
+#include "tropical/device_buffer.hpp"
+#include "tropical/einsum.hpp"
+#include "tropical/error.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical {
+namespace {
+
+namespace drv = jit::driver;
+
+class GpuEinsum : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!drv::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
+    static const bool cache = [] {
+      std::string pattern = (std::filesystem::temp_directory_path() / "tropical-einsum-XXXXXX").string();
+      setenv("TROPICAL_CACHE_DIR", mkdtemp(pattern.data()), 1);
+      return true;
+    }();
+    (void)cache;
+  }
+};
+
+template <class T>
+struct DeviceOperands {
+  std::vector<std::unique_ptr<DeviceBuffer<T>>> buffers;
+  std::vector<const T*> pointers;
+
+  explicit DeviceOperands(const std::vector<std::vector<T>>& host) {
+    for (const auto& x : host) {
+      buffers.push_back(std::make_unique<DeviceBuffer<T>>(x.empty() ? std::vector<T>(1) : x));
+      pointers.push_back(buffers.back()->get());
+    }
+  }
+};
+
+template <class S, class T>
+std::vector<T> on_host(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
+  std::vector<const T*> pointers;
+  for (const auto& x : operands) pointers.push_back(x.data());
+  std::vector<T> out(plan.output_size());
+  einsum_host<S, T>(plan, pointers, out.data());
+  return out;
+}
+
+/// The device run (workspace: the caller's when given_workspace, else the library's).
+template <class S, class T>
+std::vector<T> on_device(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands,
+                         bool given_workspace) {
+  DeviceOperands<T> d(operands);
+  DeviceBuffer<T> out(plan.output_size());
+  if (given_workspace) {
+    DeviceBuffer<std::byte> ws(plan.workspace_bytes(sizeof(T)));
+    einsum<S, T>(plan, d.pointers, out.get(), ws.get());
+    return out.download(plan.output_size());
+  }
+  einsum<S, T>(plan, d.pointers, out.get());
+  return out.download(plan.output_size());
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class S, class T>
+void random_networks_match(unsigned seed) {
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < 60; ++trial) {
+    const einsum_test::Net net = einsum_test::random_net(rng);
+    SCOPED_TRACE(einsum_test::describe(net));
+    const auto operands = einsum_test::random_operands<S, T>(net, rng);
+    for (std::int64_t limit : {0, 2}) {
+      try {
+        const EinsumPlan plan(net.inputs, net.output, net.shapes(), {{}, limit});
+        const auto want = on_host<S, T>(plan, operands);
+        EXPECT_TRUE(same_bits(on_device<S, T>(plan, operands, trial % 2 == 0), want)) << "limit " << limit;
+      } catch (const InvalidArgument&) {
+        // the limit cannot be met
+      }
+    }
+  }
+}
+
+TEST_F(GpuEinsum, random_networks_give_the_host_bits) {
+  random_networks_match<MaxPlus, float>(1);
+  random_networks_match<MinPlus, double>(2);
+  random_networks_match<MaxMul, float>(3);
+  random_networks_match<MaxMin, double>(4);
+  random_networks_match<MaxPlus, std::int32_t>(5);
+  random_networks_match<AndOr, std::uint8_t>(6);
+}
+
+/// The independent-set network of a random 3-regular graph on n vertices: a vector (0, 1) per vertex, the
+/// matrix (0, 0; 0, -inf) per edge, scalar output (the size of the largest independent set).
+struct IndependentSet {
+  std::vector<std::vector<int>> inputs;
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::vector<float>> operands;
+};
+
+IndependentSet independent_set(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::set<std::pair<int, int>> edges;
+  while (true) {
+    edges.clear();
+    std::vector<int> stubs;
+    for (int v = 0; v < n; ++v) stubs.insert(stubs.end(), 3, v);
+    std::shuffle(stubs.begin(), stubs.end(), rng);
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < stubs.size(); i += 2) {
+      const int a = std::min(stubs[i], stubs[i + 1]), b = std::max(stubs[i], stubs[i + 1]);
+      ok = a != b && edges.insert({a, b}).second;
+    }
+    if (ok) break;
+  }
+  IndependentSet g;
+  for (int v = 0; v < n; ++v) {
+    g.inputs.push_back({v});
+    g.shapes.push_back({2});
+    g.operands.push_back({0.0f, 1.0f});
+  }
+  for (const auto& [a, b] : edges) {
+    g.inputs.push_back({a, b});
+    g.shapes.push_back({2, 2});
+    g.operands.push_back({0.0f, 0.0f, 0.0f, -INFINITY});
+  }
+  return g;
+}
+
+TEST_F(GpuEinsum, independent_set_network_gives_the_host_bits_sliced_or_not) {
+  const IndependentSet g = independent_set(60, 7);
+  for (std::int64_t limit : {0, 1 << 6}) {
+    const EinsumPlan plan(g.inputs, {}, g.shapes, {{}, limit});
+    const auto want = on_host<MaxPlus, float>(plan, g.operands);
+    EXPECT_TRUE(same_bits(on_device<MaxPlus, float>(plan, g.operands, true), want)) << "limit " << limit;
+    EXPECT_TRUE(same_bits(on_device<MaxPlus, float>(plan, g.operands, false), want)) << "limit " << limit;
+  }
+}
+
+TEST_F(GpuEinsum, a_run_captured_in_a_cuda_graph_replays_it) {
+  const IndependentSet g = independent_set(40, 8);
+  const EinsumPlan plan(g.inputs, {}, g.shapes, {{}, 1 << 5});
+  const auto want = on_host<MaxPlus, float>(plan, g.operands);
+  DeviceOperands<float> d(g.operands);
+  DeviceBuffer<float> out(1);
+  DeviceBuffer<std::byte> ws(plan.workspace_bytes(sizeof(float)));
+  einsum<MaxPlus, float>(plan, d.pointers, out.get(), ws.get());  // resolves every kernel before the capture
+  const auto& api = drv::api();
+  drv::ScopedContext context(0);
+  CUstream stream = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  einsum<MaxPlus, float>(plan, d.pointers, out.get(), ws.get(), stream);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  const float poison = 12345.0f;
+  out.upload({poison});
+  ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_TRUE(same_bits(out.download(1), want));
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+  api.cuStreamDestroy(stream);
+}
+
+/// (values, assignment) of the argmax run on the host and on the device.
+template <class S, class T>
+void argmax_matches(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
+  std::vector<const T*> pointers;
+  for (const auto& x : operands) pointers.push_back(x.data());
+  const std::size_t rows = plan.reduced_labels().size();
+  std::vector<T> want(plan.output_size());
+  std::vector<std::int64_t> want_assign(rows * plan.output_size());
+  einsum_argmax_host<S, T>(plan, pointers, want.data(), want_assign.data());
+  DeviceOperands<T> d(operands);
+  DeviceBuffer<T> out(plan.output_size());
+  std::vector<std::int64_t> assign(rows * plan.output_size(), -7);
+  einsum_argmax<S, T>(plan, d.pointers, out.get(), assign.data());
+  EXPECT_TRUE(same_bits(out.download(plan.output_size()), want));
+  EXPECT_EQ(assign, want_assign);
+}
+
+TEST_F(GpuEinsum, argmax_gives_the_host_values_and_assignment) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 60; ++trial) {
+    const einsum_test::Net net = einsum_test::random_net(rng);
+    SCOPED_TRACE(einsum_test::describe(net));
+    const auto operands = einsum_test::random_operands<MaxPlus, float>(net, rng);
+    for (std::int64_t limit : {0, 2}) {
+      try {
+        argmax_matches<MaxPlus, float>(EinsumPlan(net.inputs, net.output, net.shapes(), {{}, limit}),
+                                       operands);
+      } catch (const InvalidArgument&) {
+        // the limit cannot be met
+      }
+    }
+  }
+  const IndependentSet g = independent_set(60, 10);
+  for (std::int64_t limit : {0, 1 << 6}) {
+    argmax_matches<MaxPlus, float>(EinsumPlan(g.inputs, {}, g.shapes, {{}, limit}), g.operands);
+  }
+}
+
+}  // namespace
+}  // namespace tropical
