@@ -64,6 +64,7 @@ struct EinsumKernels {
   tropical::Scaling<void> accumulate;                         ///< C = P (+) C
   void (*host_product)(const Product<void>& p, int threads);  ///< cpu::product of the pair
   catalog::KernelId batched;                                  ///< the pair's gemm_batched kernel
+  catalog::KernelId batched_argmax;                           ///< and its gemm_batched_argmax kernel
   bool (*better)(const void* a, const void* b);               ///< a strictly beats b (reference::better)
 };
 
@@ -104,6 +105,7 @@ const EinsumKernels& einsum_kernels() {
       tropical::Scaling<void>{acc.alpha, acc.beta, acc.apply_alpha, acc.read_c, acc.apply_beta},
       &einsum_host_product<S, T>,
       kernel_id<S, T, Op::kGemmBatched>(),
+      kernel_id<S, T, Op::kGemmBatchedArgmax>(),
       &einsum_better<S, T>};
   return kernels;
 }

@@ -260,11 +260,11 @@ def run(ad, plan, operands, counts, semiring, mode, fixed, trace):
         strides_a, strides_b = ad.strides(ta.values), ad.strides(tb.values)
         key = (n + i, tuple(ta.labels), tuple(tb.labels), strides_a, strides_b)
         step = None if ad.compiling else steps.get(key)  # torch.compile traces no memo of the plan's
-        if step is None:
+        if step is None and ad.compiling:  # traced: the operands' order as they come (dynamo guards no plan sets)
+            step = _Step(ta.labels, tb.labels, keeps[n + i], sizes)
+        elif step is None:
             memory = (_physical(ta.labels, strides_a, sizes), _physical(tb.labels, strides_b, sizes))
-            step = _Step(ta.labels, tb.labels, keeps[n + i], sizes, memory, _uses(plan)[n + i])
-            if not ad.compiling:
-                steps[key] = step
+            step = steps[key] = _Step(ta.labels, tb.labels, keeps[n + i], sizes, memory, _uses(plan)[n + i])
         nodes[n + i] = contract(ad, ta, tb, step, semiring, mode, trace, n + i)
     root = nodes[tree.root()]
     perm = [root.labels.index(label) for label in network.output]

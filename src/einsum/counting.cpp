@@ -39,8 +39,7 @@ void run_counting(const EinsumProgram& plan, std::span<const void* const> values
     reinterpret_cast<T*>(ws_values)[i] = T(0);
     reinterpret_cast<T*>(ws_counts)[i] = T(1);
   }
-  const EinsumKernels copies{sizeof(T), nullptr, {},
-                             nullptr,   {},      nullptr};  // HostBackend's copy reads the size
+  const EinsumKernels copies{sizeof(T), nullptr, {}, nullptr, {}, {}, nullptr};  // HostBackend's copy reads the size
   HostBackend backend(copies, threads);
   const std::int64_t out = plan.output_size;
   auto* part_values = reinterpret_cast<T*>(ws_values) + program.part_offset;

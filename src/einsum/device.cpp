@@ -40,7 +40,9 @@ class DeviceBackend final : public einsum_detail::Backend {
   }
 
   void product(const Product<void>& p) override {
-    launch_gemm_batched(kernels_.batched, p, kernels_.element_bytes, stream_);
+    // A product that keeps its argmax (an argmax run's steps) takes the argmax kernel: the plain one would leave
+    // the argmax unwritten.
+    launch_gemm_batched(p.argmax ? kernels_.batched_argmax : kernels_.batched, p, kernels_.element_bytes, stream_);
   }
 
   void fill(void* dst, const void* one, std::int64_t count) override {
