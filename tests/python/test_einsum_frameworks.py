@@ -40,8 +40,13 @@ def test_torch_operands_give_the_numpy_results(semiring):
             np.testing.assert_array_equal(got.cpu().numpy(), want, err_msg=f"{equation} on {device}")
             value, assignment = tropical.einsum_argmax(equation, *tensors, semiring=semiring)
             np.testing.assert_array_equal(value.cpu().numpy(), want)
+            # The same winners as on NumPy (the same tie rule on every backend), not only the same value.
+            _, want_assignment = tropical.einsum_argmax(equation, *operands, semiring=semiring)
+            assert sorted(assignment) == sorted(want_assignment), equation
             for label, index in assignment.items():
                 assert isinstance(index, int) or (index.device.type == device and tuple(index.shape) == want.shape)
+                got_index = index if isinstance(index, int) else index.cpu().numpy()
+                np.testing.assert_array_equal(got_index, want_assignment[label], err_msg=f"{equation} {label}")
 
 
 def test_torch_counting_einsum_equals_brute_force():
@@ -124,5 +129,10 @@ def test_cupy_operands_give_the_numpy_results():
             got = tropical.einsum(equation, *arrays, semiring=semiring)
             assert isinstance(got, cupy.ndarray)
             np.testing.assert_array_equal(cupy.asnumpy(got), want, err_msg=equation)
-            value, _ = tropical.einsum_argmax(equation, *arrays, semiring=semiring, memory_limit=None)
+            value, assignment = tropical.einsum_argmax(equation, *arrays, semiring=semiring, memory_limit=None)
             np.testing.assert_array_equal(cupy.asnumpy(value), want)
+            _, want_assignment = tropical.einsum_argmax(equation, *operands, semiring=semiring)
+            assert sorted(assignment) == sorted(want_assignment), equation
+            for label, index in assignment.items():
+                got_index = index if isinstance(index, int) else cupy.asnumpy(index)
+                np.testing.assert_array_equal(got_index, want_assignment[label], err_msg=f"{equation} {label}")
