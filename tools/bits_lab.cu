@@ -423,6 +423,7 @@ int main(int argc, char** argv) {
       make<128, 256, 2, 4, 32, 4, 1, 1, 0, 0>("v16 v8 without raster group"),
       make<256, 128, 4, 2, 32, 3, 1, 1, 0, 8>("v17 v9 with 3 stages (144KB)"),
       make<256, 128, 4, 2, 32, 4, 1, 1, 0, 16>("v18 v9 with raster group 16"),
+      make<128, 128, 2, 2, 16, 4, 2, 1, 1, 8>("v19 v6 + shuffle/streaming epilogue"),
   };
 #ifdef LAB_FRAGMENTS
   int lib_at = 0;
