@@ -752,7 +752,8 @@ BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m
 # SM, 170 registers as NVRTC builds it: 1.14 P at 16384^3 on an H200, the tensor pipe waiting on the ring.
 # The wide ones have 64 x 64 warps (half the shared-memory bytes per mma of 32 x 64) in 256 x 128 or 128 x 256
 # blocks (two thirds of the L2 reads of 128 x 128: at 3.5 P a 128 x 128 tile reads 6.8 TB/s of L2), 1024-bit
-# stages (half the barriers) and a ring of four (192 KB).
+# stages (half the barriers) and a ring of four (192 KB). "square": 4 warps of 64 x 64 in 128 x 128 blocks, two
+# blocks per SM (a block's barrier stalls only half the SM's warps).
 BITS_TILES = {
     "narrow": BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 3),                 # lab v0 (and lib)
     "narrow_deep": BitsTile(128, 128, 16, 4, 2, 0, 0, 1, True, 6, False, 8),   # lab v2
@@ -761,6 +762,7 @@ BITS_TILES = {
     "wide_m": BitsTile(256, 128, 32, 4, 2, 0, 0, 1, True, 4, True, 8),        # lab v9
     "wide_m_512": BitsTile(256, 128, 16, 4, 2, 0, 0, 1, True, 8, True, 8),    # lab v10
     "wide_m_16w": BitsTile(256, 128, 32, 4, 4, 0, 0, 1, True, 4, True, 8),    # lab v12: 16 warps of 64 x 32
+    "square": BitsTile(128, 128, 16, 2, 2, 0, 0, 2, True, 4, True, 8),        # lab v6: 4 warps of 64 x 64, 2 per SM
 }
 BITS_TILE = BITS_TILES["wide_m"]
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
@@ -783,9 +785,9 @@ def bits_launch(tile):
     per = 4 if tile.mma else 1
     assert (tile.tile_m * tile.stage_words) % (per * threads) == 0, tile
     assert (tile.tile_n * tile.stage_words) % (per * threads) == 0, tile
-    # The ring (A's and B's rows of every stage), also packed C's words; within an SM's 227 KB.
+    # The ring (A's and B's rows of every stage), within an SM's 227 KB.
     smem = 4 * tile.stages * (tile.tile_m + tile.tile_n) * tile.stage_words if tile.mma else 0
-    assert smem <= 227 * 1024 and (smem == 0 or smem >= tile.tile_m * tile.tile_n // 8), tile
+    assert smem <= 227 * 1024, tile
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile.tile_m, "tile_n": tile.tile_n,
             "smem_bytes": smem, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,

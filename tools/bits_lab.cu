@@ -57,7 +57,8 @@ __device__ __forceinline__ void cp_wait() {
 // Variant parameters. BM x BN block tile of WARPS_M x WARPS_N warps; KW 32-bit words of k a stage (16 = 512
 // bits), STAGES in the cp.async ring; MINB the __launch_bounds__ minimum blocks per SM. FRAG 0: the library's
 // fragment loads (one 128-bit ld.shared per lane and row covers two k-steps: A and B share the permutation
-// of k); FRAG 1: ldmatrix.x4 (b16 matrices of 8 rows x 128 bits), one k-step at a time. Shared rows are
+// of k); FRAG 1: ldmatrix.x4 (b16 matrices of 8 rows x 128 bits), one k-step at a time; FRAG 2: ldmatrix,
+// the next k-step's fragments loaded before this one's mma, across the stage's barrier too. Shared rows are
 // XOR-swizzled in 16-byte chunks so that either load pattern is free of bank conflicts. EPI 0: packed C by
 // atomicOr into shared words (the library), counts by 32-bit stores; EPI 1: packed words reduced across the
 // quad by shuffles and stored directly, counts by 64-bit streaming stores. GROUP: block rows per raster group
@@ -117,59 +118,116 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, MINB)
   for (int i = 0; i < MM; ++i)
 #pragma unroll
     for (int j = 0; j < MN; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+  if constexpr (FRAG == 2) {
+    // ldmatrix, the fragments of the next k-step loaded while the mma of this one run, across stages too:
+    // the barrier sits at a stage's last k-step, after its fragments are in registers, so that the next
+    // stage's first fragments load before this stage's last mma (the barrier's bubble overlaps them) and the
+    // whole ring is in flight (stage s + STAGES goes into stage s's slot).
+    constexpr int KS = KW / 8;
+    static_assert(KS % 2 == 0, "a stage's first k-step reads buffer 0");
+    unsigned af[2][MM][4], bf[2][MN][2];
+    auto frags = [&](int buf, const unsigned* sa, const unsigned* sb, int ks) {
 #pragma unroll
-  for (int q = 0; q < STAGES - 1; ++q) {
-    if (q < stages) stage(q, q);
-    cp_commit();
-  }
-  for (int s = 0; s < stages; ++s) {
-    cp_wait<STAGES - 2>();
-    __syncthreads();
-    if (s + STAGES - 1 < stages) stage((s + STAGES - 1) % STAGES, s + STAGES - 1);
-    cp_commit();
-    const unsigned* sa = smem + (s % STAGES) * (BM + BN) * KW;
-    const unsigned* sb = sa + BM * KW;
-    if (FRAG == 0) {
-#pragma unroll
-      for (int h = 0; h < CH / 4; ++h) {
-        uint4 fb[MN];
-#pragma unroll
-        for (int j = 0; j < MN; ++j) {
-          const int r = wn + 8 * j + g;
-          fb[j] = *reinterpret_cast<const uint4*>(sb + r * KW + 4 * K::swz(r, 4 * h + t));
-        }
-#pragma unroll
-        for (int i = 0; i < MM; ++i) {
-          const int r = wm + 16 * i + g;
-          const uint4 lo = *reinterpret_cast<const uint4*>(sa + r * KW + 4 * K::swz(r, 4 * h + t));
-          const uint4 hi = *reinterpret_cast<const uint4*>(sa + (r + 8) * KW + 4 * K::swz(r + 8, 4 * h + t));
-#pragma unroll
-          for (int j = 0; j < MN; ++j) {
-            mma_b1(acc[i][j], lo.x, hi.x, lo.y, hi.y, fb[j].x, fb[j].y);
-            mma_b1(acc[i][j], lo.z, hi.z, lo.w, hi.w, fb[j].z, fb[j].w);
-          }
-        }
+      for (int i = 0; i < MM; ++i) {
+        const int r = wm + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1), ch = 2 * ks + (lane >> 4);
+        ldsm_x4(af[buf][i], sa + r * KW + 4 * K::swz(r, ch));
       }
-    } else {
 #pragma unroll
-      for (int ks = 0; ks < KW / 8; ++ks) {
-        unsigned af[MM][4], bf[MN][2];
+      for (int j = 0; j < MN; j += 2) {
+        const int r = wn + 8 * (j + (lane >> 4)) + (lane & 7), ch = 2 * ks + ((lane >> 3) & 1);
+        unsigned q[4];
+        ldsm_x4(q, sb + r * KW + 4 * K::swz(r, ch));
+        bf[buf][j][0] = q[0], bf[buf][j][1] = q[1], bf[buf][j + 1][0] = q[2], bf[buf][j + 1][1] = q[3];
+      }
+    };
 #pragma unroll
-        for (int i = 0; i < MM; ++i) {  // matrices: rows 0-7 | 8-15 of chunk 2ks, then of chunk 2ks + 1
-          const int r = wm + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1), ch = 2 * ks + (lane >> 4);
-          ldsm_x4(af[i], sa + r * KW + 4 * K::swz(r, ch));
-        }
+    for (int q = 0; q < STAGES; ++q) {
+      if (q < stages) stage(q, q);
+      cp_commit();
+    }
+    cp_wait<STAGES - 1>();
+    __syncthreads();
+    frags(0, smem, smem + BM * KW, 0);
+    int slot = 0;
+    for (int s = 0; s < stages; ++s) {
+      const unsigned* sa = smem + slot * (BM + BN) * KW;
+      const unsigned* sb = sa + BM * KW;
+      const int next = slot + 1 == STAGES ? 0 : slot + 1;
 #pragma unroll
-        for (int j = 0; j < MN; j += 2) {  // matrices: n8 tile j chunk 2ks | 2ks + 1, then tile j + 1
-          const int r = wn + 8 * (j + (lane >> 4)) + (lane & 7), ch = 2 * ks + ((lane >> 3) & 1);
-          unsigned q[4];
-          ldsm_x4(q, sb + r * KW + 4 * K::swz(r, ch));
-          bf[j][0] = q[0], bf[j][1] = q[1], bf[j + 1][0] = q[2], bf[j + 1][1] = q[3];
+      for (int ks = 0; ks < KS; ++ks) {
+        if (ks == KS - 1) {
+          cp_wait<STAGES - 2>();  // stage s + 1 landed (this thread's copies) ...
+          __syncthreads();        // ... and every thread's; every warp holds stage s's last fragments
+          if (s + STAGES < stages) stage(slot, s + STAGES);
+          cp_commit();
+          if (s + 1 < stages) frags((ks + 1) & 1, smem + next * (BM + BN) * KW, smem + next * (BM + BN) * KW + BM * KW, 0);
+        } else {
+          frags((ks + 1) & 1, sa, sb, ks + 1);
         }
 #pragma unroll
         for (int i = 0; i < MM; ++i)
 #pragma unroll
-          for (int j = 0; j < MN; ++j) mma_b1(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
+          for (int j = 0; j < MN; ++j)
+            mma_b1(acc[i][j], af[ks & 1][i][0], af[ks & 1][i][1], af[ks & 1][i][2], af[ks & 1][i][3], bf[ks & 1][j][0],
+                   bf[ks & 1][j][1]);
+      }
+      slot = next;
+    }
+  } else {
+  #pragma unroll
+    for (int q = 0; q < STAGES - 1; ++q) {
+      if (q < stages) stage(q, q);
+      cp_commit();
+    }
+    for (int s = 0; s < stages; ++s) {
+      cp_wait<STAGES - 2>();
+      __syncthreads();
+      if (s + STAGES - 1 < stages) stage((s + STAGES - 1) % STAGES, s + STAGES - 1);
+      cp_commit();
+      const unsigned* sa = smem + (s % STAGES) * (BM + BN) * KW;
+      const unsigned* sb = sa + BM * KW;
+      if (FRAG == 0) {
+  #pragma unroll
+        for (int h = 0; h < CH / 4; ++h) {
+          uint4 fb[MN];
+  #pragma unroll
+          for (int j = 0; j < MN; ++j) {
+            const int r = wn + 8 * j + g;
+            fb[j] = *reinterpret_cast<const uint4*>(sb + r * KW + 4 * K::swz(r, 4 * h + t));
+          }
+  #pragma unroll
+          for (int i = 0; i < MM; ++i) {
+            const int r = wm + 16 * i + g;
+            const uint4 lo = *reinterpret_cast<const uint4*>(sa + r * KW + 4 * K::swz(r, 4 * h + t));
+            const uint4 hi = *reinterpret_cast<const uint4*>(sa + (r + 8) * KW + 4 * K::swz(r + 8, 4 * h + t));
+  #pragma unroll
+            for (int j = 0; j < MN; ++j) {
+              mma_b1(acc[i][j], lo.x, hi.x, lo.y, hi.y, fb[j].x, fb[j].y);
+              mma_b1(acc[i][j], lo.z, hi.z, lo.w, hi.w, fb[j].z, fb[j].w);
+            }
+          }
+        }
+      } else {
+  #pragma unroll
+        for (int ks = 0; ks < KW / 8; ++ks) {
+          unsigned af[MM][4], bf[MN][2];
+  #pragma unroll
+          for (int i = 0; i < MM; ++i) {  // matrices: rows 0-7 | 8-15 of chunk 2ks, then of chunk 2ks + 1
+            const int r = wm + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1), ch = 2 * ks + (lane >> 4);
+            ldsm_x4(af[i], sa + r * KW + 4 * K::swz(r, ch));
+          }
+  #pragma unroll
+          for (int j = 0; j < MN; j += 2) {  // matrices: n8 tile j chunk 2ks | 2ks + 1, then tile j + 1
+            const int r = wn + 8 * (j + (lane >> 4)) + (lane & 7), ch = 2 * ks + ((lane >> 3) & 1);
+            unsigned q[4];
+            ldsm_x4(q, sb + r * KW + 4 * K::swz(r, ch));
+            bf[j][0] = q[0], bf[j][1] = q[1], bf[j + 1][0] = q[2], bf[j + 1][1] = q[3];
+          }
+  #pragma unroll
+          for (int i = 0; i < MM; ++i)
+  #pragma unroll
+            for (int j = 0; j < MN; ++j) mma_b1(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
+        }
       }
     }
   }
@@ -423,6 +481,11 @@ int main(int argc, char** argv) {
       make<128, 256, 2, 4, 32, 4, 1, 1, 0, 0>("v16 v8 without raster group"),
       make<256, 128, 4, 2, 32, 3, 1, 1, 0, 8>("v17 v9 with 3 stages (144KB)"),
       make<256, 128, 4, 2, 32, 4, 1, 1, 0, 16>("v18 v9 with raster group 16"),
+      make<128, 128, 2, 2, 16, 4, 2, 1, 1, 8>("v19 v6 + shuffle/streaming epilogue"),
+      make<256, 128, 4, 2, 32, 4, 1, 2, 1, 8>("v20 v15 + fragments pipelined over stages"),
+      make<128, 256, 2, 4, 32, 4, 1, 2, 1, 8>("v21 v14 + fragments pipelined over stages"),
+      make<128, 128, 2, 2, 16, 4, 2, 2, 1, 8>("v22 v19 + fragments pipelined over stages"),
+      make<128, 128, 2, 2, 32, 3, 2, 2, 1, 8>("v23 v22 with 1024b stages x3 (96KB)"),
   };
 #ifdef LAB_FRAGMENTS
   int lib_at = 0;

@@ -63,6 +63,11 @@ TEST(Bits, both_tiers_equal_the_cpu_backend) {
   check(40, 130, 3000, 2, 0, 0.002, 6);  // six stages around the ring of three, 128-bit copies, a batch
   check(33, 70, 2500, 1, 1, 0.003, 7);   // five stages, words loaded one by one
   check(600, 530, 100, 1, 0, 0.05, 8);   // several block rows and columns, taken in raster groups
+  // A block inside m and n with whole stages copied unchecked (the tuned tiles are at most 256 x 256 and
+  // their stages at most 2048 bits): stages before the row's cut last word, then the cut one; and k of whole
+  // words past the ring's end, a batch, C's rows even (paired count stores) and odd.
+  check(260, 260, 4700, 1, 1, 0.05, 9);
+  check(257, 259, 5120, 2, 0, 0.01, 10);
 }
 
 }  // namespace
