@@ -46,6 +46,9 @@ struct Value {
   bool owned = false;  ///< a workspace buffer of its own, freed once consumed
 };
 
+/// Products of more rows than this (and fewer columns) run transposed (Compiler::contract).
+constexpr std::int64_t kTall = std::int64_t{1} << 18;
+
 /// A matrix view of a Value: op(X) of rows x cols per batch element.
 struct View {
   Trans trans;
@@ -237,23 +240,29 @@ class Compiler {
     std::optional<Value> sa, sb;
     const auto [wa, va] = matrix(a, batch, left, contracted, sa);
     const auto [wb, vb] = matrix(b, batch, contracted, right, sb);
-    const std::vector<int> labels = concat({&batch, &left, &right});
+    // A tall product (many rows, fewer columns) runs as its transpose, B^T (x) A^T, written as (batch, right,
+    // left): few rows take the skinny tiles, and a grid of row tiles past the device's limit is avoided (the
+    // Python executor's rule, _einsum_arrays._tall).
+    const std::int64_t rows = product_of(left), cols = product_of(right);
+    const bool tall = rows > kTall && cols < rows;
+    const std::vector<int> labels = tall ? concat({&batch, &right, &left}) : concat({&batch, &left, &right});
     Value out = make(labels, is_root && labels == net_.output);
+    const auto flip = [](Trans t) { return t == Trans::kYes ? Trans::kNo : Trans::kYes; };
     ProductStep step;
-    step.a = wa;
-    step.b = wb;
+    step.a = tall ? wb : wa;
+    step.b = tall ? wa : wb;
     step.c = out.at;
-    step.ta = va.trans;
-    step.tb = vb.trans;
-    step.m = product_of(left);
-    step.n = product_of(right);
+    step.ta = tall ? flip(vb.trans) : va.trans;
+    step.tb = tall ? flip(va.trans) : vb.trans;
+    step.m = tall ? cols : rows;
+    step.n = tall ? rows : cols;
     step.k = product_of(contracted);
-    step.lda = va.ld;
-    step.ldb = vb.ld;
+    step.lda = tall ? vb.ld : va.ld;
+    step.ldb = tall ? va.ld : vb.ld;
     step.ldc = step.n;
     step.batch = product_of(batch);
-    step.stride_a = va.stride;
-    step.stride_b = vb.stride;
+    step.stride_a = tall ? vb.stride : va.stride;
+    step.stride_b = tall ? va.stride : vb.stride;
     step.stride_c = step.m * step.n;
     if (!contracted.empty()) step.argmax = trace_node(node, labels, contracted);
     steps.push_back(std::move(step));

@@ -125,6 +125,29 @@ TEST(EinsumHost, equation_with_batch_diagonal_and_reduced_labels) {
   }
 }
 
+TEST(EinsumHost, a_tall_product_runs_transposed_with_the_same_values_and_argmax) {
+  // ij,jk->ik with 2^19 rows i and 3 columns k: the step runs as its transpose (more rows than the tall
+  // threshold), written (k, i); the output copied back into (i, k). Values and winners as a direct loop.
+  const std::int64_t rows = std::int64_t{1} << 19;
+  std::vector<float> a(static_cast<std::size_t>(rows * 2)), b = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -3.0f};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> draw(-8, 8);
+  for (auto& x : a) x = static_cast<float>(draw(rng));  // ties on purpose: the smallest j wins
+  const EinsumPlan plan("ij,jk->ik", {{rows, 2}, {2, 3}});
+  std::vector<float> out(static_cast<std::size_t>(rows * 3));
+  std::vector<std::int64_t> assignment(static_cast<std::size_t>(rows * 3));
+  const std::vector<const float*> ops = {a.data(), b.data()};
+  einsum_argmax_host<MaxPlus, float>(plan, ops, out.data(), assignment.data());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const float p0 = a[i * 2] + b[k], p1 = a[i * 2 + 1] + b[3 + k];
+      const auto at = static_cast<std::size_t>(i * 3 + k);
+      ASSERT_EQ(out[at], std::max(p0, p1)) << i << " " << k;
+      ASSERT_EQ(assignment[at], p1 > p0 ? 1 : 0) << i << " " << k;
+    }
+  }
+}
+
 TEST(EinsumHost, a_nan_never_wins) {
   const std::vector<double> a = {NAN, 1.0, 2.0};
   const EinsumPlan plan("i->", {{3}});
