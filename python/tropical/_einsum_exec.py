@@ -135,91 +135,20 @@ def _arrange(ad, x, layout, how=None):
     return ad.contiguous(ad.permute(x, layout.perm)).reshape(layout.shape), "copy"
 
 
-def _physical(labels, strides, sizes):
-    """labels in memory order (outermost first) by their strides; labels of extent 1 left out (they fit anywhere)."""
-    pairs = [(-stride, i, label) for i, (label, stride) in enumerate(zip(labels, strides)) if sizes[label] > 1]
-    return [label for _, _, label in sorted(pairs)]
-
-
-def _segments(order, groups):
-    """{group index: its labels in memory order} when `order` (memory order) is the groups' labels laid out as
-    contiguous runs, one per group, the innermost run not group 0 (the batch: a matrix needs a unit stride);
-    else None. Empty groups are skipped; labels of extent 1 are absent from `order` and ignored in groups."""
-    owner = {}
-    for g, labels in enumerate(groups):
-        for label in labels:
-            owner[label] = g
-    runs, seen = [], set()
-    for label in order:
-        g = owner[label]
-        if runs and runs[-1][0] == g:
-            runs[-1][1].append(label)
-        elif g in seen:
-            return None
-        else:
-            seen.add(g)
-            runs.append((g, [label]))
-    if runs and runs[-1][0] == 0 and len(runs) > 1:
-        return None
-    return dict(runs)
-
-
-def _uses(plan):
-    """Per node, label -> (the step at which an ancestor of the node first meets the label in its sibling,
-    whether the label survives that step): how soon each label is needed, for the order of a copied operand."""
-    uses = plan.uses
-    if uses is not None:
-        return uses
-    tree, keeps = plan.tree, plan.keeps
-    n, far = tree.count, len(tree.children)
-    uses = [None] * (n + far)
-    uses[tree.root()] = {label: (far, 1) for label in keeps[tree.root()]}
-    for i in range(far - 1, -1, -1):
-        node, (a, b) = n + i, tree.children[i]
-        for child, sibling in ((a, b), (b, a)):
-            above = uses[node]
-            shared, kept = keeps[sibling], keeps[node]
-            uses[child] = {label: ((i, 0 if label in kept else 1) if label in shared else above.get(label, (far, 1)))
-                           for label in keeps[child]}
-    plan.uses = uses
-    return uses
-
-
-def _ordered(labels, order, use):
-    """labels in the order they have in memory (`order`) where they form a run there, else the order that serves
-    the later steps: the labels needed latest outermost, the sooner ones inward (a later step's batch before
-    its contracted labels)."""
-    if order is not None:
-        return list(order) + [label for label in labels if label not in order]
-    return sorted(labels, key=lambda label: (-use.get(label, (0, 0))[0], use.get(label, (0, 0))[1]))
-
-
 class _Step:
-    """One pairwise step's classification, made once per plan and operand layouts: the result's labels
-    (batch + left + right) and shape, the contracted labels, and both operands' layouts. An operand whose labels
-    lie in memory as runs of batch, free and contracted labels is read as a view; the other one is copied, and
-    where an order is free (a copied operand's), the labels needed soonest by the later steps go innermost, so
-    the result's own layout serves the next steps as a view."""
+    """One pairwise step's classification, made once per plan and operand label orders: the result's labels
+    (batch + left + right) and shape, the contracted labels, and both operands' layouts."""
 
     __slots__ = ("labels", "shape", "contracted", "layout_a", "layout_b")
 
-    def __init__(self, labels_a, labels_b, keep, sizes, memory=None, use=None):
+    def __init__(self, labels_a, labels_b, keep, sizes):
         in_a, in_b = set(labels_a), set(labels_b)
+        # The larger operand's order decides the shared labels' order: the smaller one is the one copied.
         big = labels_a if math.prod([sizes[x] for x in labels_a]) >= math.prod([sizes[x] for x in labels_b]) else labels_b
         batch = [label for label in big if label in in_a and label in in_b and label in keep]
-        contracted = [label for label in big if label in in_a and label in in_b and label not in keep]
+        self.contracted = [label for label in big if label in in_a and label in in_b and label not in keep]
         left = [label for label in labels_a if label not in in_b]
         right = [label for label in labels_b if label not in in_a]
-        if memory is not None:
-            runs_a = _segments(memory[0], (batch, left, contracted))  # 0 batch, 1 left, 2 contracted
-            runs_b = _segments(memory[1], (batch, contracted, right))  # 0 batch, 1 contracted, 2 right
-            sources = [(runs_a, 2), (runs_b, 1)] if big is labels_a else [(runs_b, 1), (runs_a, 2)]
-            runs, at = next(((r, k) for r, k in sources if r is not None), (None, None))
-            batch = _ordered(batch, runs.get(0) if runs else None, use)
-            contracted = _ordered(contracted, runs.get(at) if runs else None, use)
-            left = _ordered(left, runs_a.get(1) if runs_a else None, use)
-            right = _ordered(right, runs_b.get(2) if runs_b else None, use)
-        self.contracted = contracted
         self.labels = batch + left + right
         self.shape = tuple([sizes[label] for label in self.labels])
         self.layout_a = _Layout(labels_a, batch, left, self.contracted, sizes)
@@ -257,14 +186,12 @@ def run(ad, plan, operands, counts, semiring, mode, fixed, trace):
     steps = plan.steps
     for i, (a, b) in enumerate(tree.children):
         ta, tb = nodes.pop(a), nodes.pop(b)
-        strides_a, strides_b = ad.strides(ta.values), ad.strides(tb.values)
-        key = (n + i, tuple(ta.labels), tuple(tb.labels), strides_a, strides_b)
+        key = (n + i, tuple(ta.labels), tuple(tb.labels))
         step = None if ad.compiling else steps.get(key)  # torch.compile traces no memo of the plan's
-        if step is None and ad.compiling:  # traced: the operands' order as they come (dynamo guards no plan sets)
+        if step is None:
             step = _Step(ta.labels, tb.labels, keeps[n + i], sizes)
-        elif step is None:
-            memory = (_physical(ta.labels, strides_a, sizes), _physical(tb.labels, strides_b, sizes))
-            step = steps[key] = _Step(ta.labels, tb.labels, keeps[n + i], sizes, memory, _uses(plan)[n + i])
+            if not ad.compiling:
+                steps[key] = step
         nodes[n + i] = contract(ad, ta, tb, step, semiring, mode, trace, n + i)
     root = nodes[tree.root()]
     perm = [root.labels.index(label) for label in network.output]

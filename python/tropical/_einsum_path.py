@@ -32,14 +32,13 @@ class Plan:
     keeps (sliced labels excluded: a slice fixes them); steps: the executor's memo; native: the library's plans of
     it, per (semiring, dtype) (_einsum_native)."""
 
-    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps", "uses", "native",
+    __slots__ = ("network", "problem", "labels", "tree", "sliced", "info", "keeps", "steps", "native",
                  "memory_limit")
 
     def __init__(self, network, problem, labels, tree, sliced, info):
         self.network, self.problem, self.labels, self.tree = network, problem, labels, tree
         self.sliced, self.info = sliced, info
         self.steps = {}  # the executor's classification of each step, made on first use
-        self.uses = None  # the executor's: how soon each node's labels are needed (_einsum_exec._uses)
         self.native = {}
         self.memory_limit = None  # what plan() sliced under
         self.keeps = [frozenset(_bit_labels(mask & ~sliced, labels)) for mask in tree.outputs(problem)]
