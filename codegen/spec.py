@@ -749,7 +749,8 @@ BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m
                                   "min_blocks mma stages ldmatrix group", defaults=(1, False, 0))
 # The tuned tile's candidates (tools/bits_lab.cu times each under the variant named; pick by its table).
 # "narrow": the first tile (lab v0): 8 warps of 32 x 64, 128 x 128 blocks, 512 bits x 3 stages, 1 block per
-# SM, 170 registers as NVRTC builds it: 1.14 P at 16384^3 on an H200, the tensor pipe waiting on the ring.
+# SM: 1.14 P at 16384^3 on an H200 as first built (the tensor pipe waiting on the ring); bench/RESULTS.md has the
+# lab's table of every candidate.
 # The wide ones have 64 x 64 warps (half the shared-memory bytes per mma of 32 x 64) in 256 x 128 or 128 x 256
 # blocks (two thirds of the L2 reads of 128 x 128: at 3.5 P a 128 x 128 tile reads 6.8 TB/s of L2), 1024-bit
 # stages (half the barriers) and a ring of four (192 KB). "square": 4 warps of 64 x 64 in 128 x 128 blocks, two
