@@ -117,6 +117,12 @@ class NumpyLike:
         """The element at flat position of a contiguous integer array, as a Python int."""
         return int(x.reshape(-1)[position])
 
+    def elements(self, reads):
+        """[element(x, position) for (x, position) in reads], read together (one transfer on a GPU)."""
+        if not reads or self.xp.__name__ == "numpy":
+            return [self.element(x, position) for x, position in reads]
+        return [int(v) for v in self.xp.stack([x.reshape(-1)[position] for x, position in reads]).get()]
+
     # products
     def matmul(self, a, b, semiring):
         if _tall(a, b):
@@ -235,6 +241,11 @@ class Torch(NumpyLike):
 
     def element(self, x, position):
         return int(x.reshape(-1)[position].item())
+
+    def elements(self, reads):
+        if not reads:
+            return []
+        return self.torch.stack([x.reshape(-1)[position] for x, position in reads]).tolist()
 
     def matmul(self, a, b, semiring):
         if self.differentiable:

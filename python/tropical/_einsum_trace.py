@@ -74,29 +74,34 @@ def traceback(ad, plan, trace, like, fixed):
 
 
 def scalar_traceback(ad, plan, trace, fixed):
-    """label -> int for a scalar output: the same walk with Python integers, reading one element of each argmax
-    (on a GPU a few microseconds each, fewer than the array operations of traceback would launch)."""
+    """label -> int for a scalar output: the same walk with Python integers, reading one element of each argmax.
+    The tree is walked a level at a time: a node's element is known once its ancestors' winners are, so the
+    elements of a whole level are read together (on a GPU one gather and one wait a level, not one a node)."""
     tree, sizes = plan.tree, plan.network.sizes
     values = dict(fixed)
-    stack = [tree.root()]
-    while stack:
-        node = stack.pop()
-        if node >= tree.count:
-            labels, contracted, arg = trace.steps[node]
-            stack.extend(tree.children[node - tree.count])
-        elif node in trace.leaves:
-            labels, contracted, arg = trace.leaves[node]
-        else:
-            continue
-        if not contracted:
-            continue
-        position = 0
-        for label in labels:
-            position = position * sizes[label] + values[label]
-        k = max(ad.element(arg, position), 0)  # -1 (nothing beat the zero): any index will do
-        for label in reversed(contracted):
-            values[label] = k % sizes[label]
-            k //= sizes[label]
+    level = [tree.root()]
+    while level:
+        reads, below = [], []
+        for node in level:
+            if node >= tree.count:
+                labels, contracted, arg = trace.steps[node]
+                below.extend(tree.children[node - tree.count])
+            elif node in trace.leaves:
+                labels, contracted, arg = trace.leaves[node]
+            else:
+                continue
+            if not contracted:
+                continue
+            position = 0
+            for label in labels:
+                position = position * sizes[label] + values[label]
+            reads.append((contracted, arg, position))
+        for (contracted, _, _), k in zip(reads, ad.elements([(arg, position) for _, arg, position in reads])):
+            k = max(k, 0)  # -1 (nothing beat the zero): any index will do
+            for label in reversed(contracted):
+                values[label] = k % sizes[label]
+                k //= sizes[label]
+        level = below
     return values
 
 
