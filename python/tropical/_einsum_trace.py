@@ -6,6 +6,18 @@ the same few array operations (select, multiply-sum, gather, divide, store) howe
 GPU, a handful of launches per step."""
 
 
+def _reduction(tree, trace, node):
+    """(labels, contracted, arg, children) of a node that reduced something (a step, or a leaf that reduced labels
+    of its own), else (None, None, None, children): its children are walked either way."""
+    if node >= tree.count:
+        labels, contracted, arg = trace.steps[node]
+        return (labels, contracted, arg, tree.children[node - tree.count]) if contracted else (
+            None, None, None, tree.children[node - tree.count])
+    if node in trace.leaves and trace.leaves[node][1]:
+        return trace.leaves[node] + ((),)
+    return None, None, None, ()
+
+
 def _metadata(plan, trace):
     """(one flat list of integers, per visited node (label rows, strides, contracted rows, divisors, sizes) as
     (start, stop) ranges into it, the visiting order, arg of each) for every step and leaf reduction."""
@@ -27,15 +39,9 @@ def _metadata(plan, trace):
 
     stack = [tree.root()]
     while stack:
-        node = stack.pop()
-        if node >= tree.count:
-            labels, contracted, arg = trace.steps[node]
-            stack.extend(tree.children[node - tree.count])
-        elif node in trace.leaves:
-            labels, contracted, arg = trace.leaves[node]
-        else:
-            continue
-        if not contracted:
+        labels, contracted, arg, children = _reduction(tree, trace, stack.pop())
+        stack.extend(children)
+        if contracted is None:
             continue
         visits.append((put(row[label] for label in labels), put(strides(labels)),
                        put(row[label] for label in contracted), put(strides(contracted)),
@@ -83,14 +89,9 @@ def scalar_traceback(ad, plan, trace, fixed):
     while level:
         reads, below = [], []
         for node in level:
-            if node >= tree.count:
-                labels, contracted, arg = trace.steps[node]
-                below.extend(tree.children[node - tree.count])
-            elif node in trace.leaves:
-                labels, contracted, arg = trace.leaves[node]
-            else:
-                continue
-            if not contracted:
+            labels, contracted, arg, children = _reduction(tree, trace, node)
+            below.extend(children)
+            if contracted is None:
                 continue
             position = 0
             for label in labels:
