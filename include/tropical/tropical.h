@@ -375,7 +375,7 @@ TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, i
  * immutable once made: it may be run from several threads at once, each with its own workspace. */
 
 /** Plans an einsum of `count` operands over (semiring, dtype) (TROPICAL_COUNTING: f32 or f64, run by
- * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels and
+ * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels (0 to INT_MAX) and
  * extents come next in `labels` and `shapes` (the operands' one after another); the output has output_rank
  * labels `output` (row-major in that order). path: path_length steps of two positions in the list of
  * remaining operands (opt_einsum's format; NULL and 0: the greedy order). memory_limit: the most elements an

@@ -1,6 +1,7 @@
 // The C ABI's einsum plans: flat arrays to a tropical::EinsumPlan behind an opaque handle that remembers its
 // semiring and dtype (checked against the catalog when it is made), and runs through the C++ API.
 
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -77,22 +78,34 @@ tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical
     if (output_rank < 0) invalid("output_rank is " + std::to_string(output_rank));
     if (output_rank > 0 && output == nullptr) invalid("output is null");
     if (path_length > 0 && path == nullptr) invalid("path is null");
+    // Labels and path positions are ints inside the library: a value outside that range is refused, not
+    // truncated (2^32 would become label 0).
+    const auto small = [](std::int64_t value, const std::string& what) {
+      if (value < 0 || value > std::numeric_limits<int>::max()) invalid(what + " is " + std::to_string(value));
+      return static_cast<int>(value);
+    };
     std::vector<std::vector<int>> terms;
     std::vector<std::vector<std::int64_t>> dims;
     std::size_t at = 0;
     for (std::size_t i = 0; i < count; ++i) {
       if (ranks[i] < 0) invalid("operand " + std::to_string(i) + " has rank " + std::to_string(ranks[i]));
       if (ranks[i] > 0 && (labels == nullptr || shapes == nullptr)) invalid("labels or shapes is null");
-      terms.emplace_back(labels + at, labels + at + ranks[i]);
+      terms.emplace_back();
+      for (std::int64_t j = 0; j < ranks[i]; ++j) {
+        terms.back().push_back(small(labels[at + static_cast<std::size_t>(j)],
+                                     "label " + std::to_string(j) + " of operand " + std::to_string(i)));
+      }
       dims.emplace_back(shapes + at, shapes + at + ranks[i]);
       at += static_cast<std::size_t>(ranks[i]);
     }
     tropical::EinsumOptions options;
     options.memory_limit = memory_limit;
     for (std::size_t s = 0; s < path_length; ++s) {
-      options.path.push_back({static_cast<int>(path[2 * s]), static_cast<int>(path[2 * s + 1])});
+      const std::string step = "position of path step " + std::to_string(s);
+      options.path.push_back({small(path[2 * s], step), small(path[2 * s + 1], step)});
     }
-    const std::vector<int> out(output, output + output_rank);
+    std::vector<int> out;
+    for (std::int64_t j = 0; j < output_rank; ++j) out.push_back(small(output[j], "output label " + std::to_string(j)));
     *plan = new Plan{tropical::EinsumPlan(terms, out, dims, options), raw(semiring), raw(dtype)};
   });
 }

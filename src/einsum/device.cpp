@@ -75,6 +75,17 @@ int device_of(const void* output) {
   return device;
 }
 
+/// Waits for `stream` when it goes out of scope (an exception's way out included) if `active`: a workspace the
+/// run allocated must not be freed while steps queued on it may still run. Its error is ignored (the run's own
+/// error, or the explicit wait before it, reports).
+struct WaitOnExit {
+  CUstream stream;
+  bool active;
+  ~WaitOnExit() {
+    if (active) driver::api().cuStreamSynchronize(stream);
+  }
+};
+
 void to_host(void* dst, const void* src, std::size_t bytes) {
   driver::check(driver::api().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
 }
@@ -97,6 +108,7 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   const std::size_t bytes = region + static_cast<std::size_t>(program.argmax_count) * sizeof(std::int32_t);
   std::unique_ptr<DeviceBuffer<std::byte>> owned;
   if (workspace == nullptr) owned = std::make_unique<DeviceBuffer<std::byte>>(bytes, device);
+  const WaitOnExit wait{stream, owned != nullptr};
   auto* ws = workspace != nullptr ? static_cast<std::byte*>(workspace) : owned->get();
   auto* argmax = reinterpret_cast<std::int32_t*>(ws + region);
   DeviceBackend backend(kernels, stream);
@@ -149,6 +161,7 @@ void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
     return;
   }
   DeviceBuffer<std::byte> owned(bytes, device);
+  const WaitOnExit wait{stream, true};
   einsum_detail::run(plan, kernels, backend, operands, output, owned.get());
   // The workspace is freed when this returns: wait for the steps that use it.
   driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");

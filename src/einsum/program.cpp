@@ -5,12 +5,25 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+
+#include "tropical/error.hpp"
 
 namespace tropical::einsum_detail {
 
 namespace {
 
 constexpr std::int64_t kAlign = 64;  // elements: every buffer starts on a 256-byte boundary or better
+
+/// The most elements a workspace (or the argmax region) may have: its bytes, at 8 an element and twice that for
+/// CountingTropical's values and counts, stay far inside 64 bits.
+constexpr std::int64_t kMaxWorkspaceElements = std::int64_t{1} << 58;
+
+[[noreturn]] void too_large(std::int64_t elements) {
+  throw InvalidArgument("tropical: the order's workspace needs more than 2^58 elements" +
+                        (elements > 0 ? " (" + std::to_string(elements) + ")" : std::string()) +
+                        ", past 64-bit byte sizes; pass a memory_limit (elements) to slice it");
+}
 
 /// First-fit offsets for buffers that live over known stretches of the program.
 class Arena {
@@ -24,8 +37,10 @@ class Arena {
       if (it->first - at >= size) break;
       at = it->first + it->second;
     }
+    std::int64_t end = 0;
+    if (__builtin_add_overflow(at, size, &end) || end > kMaxWorkspaceElements) too_large(end);
     live_.insert(it, {at, size});
-    high_ = std::max(high_, at + size);
+    high_ = std::max(high_, end);
     return at;
   }
   void free(std::int64_t offset) {
@@ -152,7 +167,10 @@ class Compiler {
   /// Records node's reduction for the traceback; its argmax's offset in the argmax region.
   std::int64_t trace_node(int node, const std::vector<int>& labels, const std::vector<int>& contracted) {
     const std::int64_t at = argmax_count;
-    argmax_count += product_of(labels);
+    if (__builtin_add_overflow(argmax_count, product_of(labels), &argmax_count) ||
+        argmax_count > kMaxWorkspaceElements) {
+      too_large(-1);
+    }
     traced[node] = TraceNode{labels, contracted, at};
     return at;
   }

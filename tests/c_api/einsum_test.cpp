@@ -97,4 +97,26 @@ TEST(CAbiEinsum, bad_networks_and_arguments_are_a_status_and_a_message) {
   tropical_einsum_plan_destroy(ok);
 }
 
+TEST(CAbiEinsum, labels_and_path_positions_past_int_are_refused_not_truncated) {
+  // Label 2^32 would become label 0 if narrowed: "ij->" on a 3 x 3 operand would be read as the diagonal "ii->".
+  const int64_t rank[] = {2}, wide[] = {0, int64_t{1} << 32}, square[] = {3, 3};
+  void* plan = nullptr;
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 1, rank, wide, square, 0, nullptr, 0,
+                                        nullptr, 0, &plan),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_NE(last_error().find("label 1 of operand 0 is 4294967296"), std::string::npos) << last_error();
+  const int64_t ranks[] = {2, 2}, labels[] = {0, 1, 1, 2}, shapes[] = {2, 3, 3, 2}, output[] = {0, 2};
+  const int64_t path[] = {int64_t{1} << 32, 1};  // would be (0, 1) if narrowed
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 2, ranks, labels, shapes, 2, output, 1,
+                                        path, 0, &plan),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("position of path step 0 is 4294967296"), std::string::npos) << last_error();
+  const int64_t negative[] = {0, -2};
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 2, ranks, labels, shapes, 2, negative, 0,
+                                        nullptr, 0, &plan),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("output label 1 is -2"), std::string::npos) << last_error();
+}
+
 }  // namespace

@@ -149,6 +149,14 @@ TEST(EinsumPlan, sizes_past_64_bits_are_rejected) {
               EinsumPlan({is, js, is, js}, {}, {half, half, half, half}, {{{0, 1}, {0, 2}, {0, 1}}, 0});
             }).find("past 64-bit sizes"),
             std::string::npos);
+  // ab,bc,a,c-> with a = c = 2^31, b = 1: every tensor within 2^62 elements, but the workspace's bytes would
+  // wrap 64 bits (a plan that once reported 256 bytes and let a run write 2^62 elements into them).
+  const std::int64_t big = std::int64_t{1} << 31;
+  EXPECT_NE(rejection([&] {
+              EinsumPlan({{0, 1}, {1, 2}, {0}, {2}}, {}, {{big, 1}, {1, big}, {big}, {big}},
+                         {{{0, 1}, {0, 1}, {0, 1}}, 0});
+            }).find("workspace needs more than 2^58 elements"),
+            std::string::npos);
 }
 
 }  // namespace
