@@ -378,8 +378,8 @@ TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, i
  * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels (0 to INT_MAX) and
  * extents come next in `labels` and `shapes` (the operands' one after another); the output has output_rank
  * labels `output` (row-major in that order). path: path_length steps of two positions in the list of
- * remaining operands (opt_einsum's format; NULL and 0: the greedy order). memory_limit: the most elements an
- * intermediate may have (0: none). *plan receives the handle (free it with tropical_einsum_plan_destroy). */
+ * remaining operands (opt_einsum's format; (i, -1): a step of one operand; NULL and 0: the greedy order).
+ * memory_limit: the most elements an intermediate may have (0: none). *plan receives the handle (free it with tropical_einsum_plan_destroy). */
 TROPICAL_API tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical_dtype dtype, size_t count,
                                                          const int64_t* ranks, const int64_t* labels,
                                                          const int64_t* shapes, int64_t output_rank,
@@ -395,7 +395,8 @@ TROPICAL_API tropical_status tropical_einsum_plan_info(const void* plan, double*
                                                        int64_t* largest_intermediate, int64_t* slices,
                                                        int64_t* path_length);
 
-/** The plan's order as path_length pairs of positions (opt_einsum's format) into path (2 * path_length int64). */
+/** The plan's order as path_length pairs of positions (opt_einsum's format) into path (2 * path_length int64);
+ * a one-operand plan's one step is (0, -1), which tropical_einsum_plan_create takes back. */
 TROPICAL_API tropical_status tropical_einsum_plan_path(const void* plan, int64_t* path);
 
 /** The bytes of workspace a run needs (a counting plan's: values and counts), and an argmax run's (every step's

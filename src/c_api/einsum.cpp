@@ -102,7 +102,11 @@ tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical
     options.memory_limit = memory_limit;
     for (std::size_t s = 0; s < path_length; ++s) {
       const std::string step = "position of path step " + std::to_string(s);
-      options.path.push_back({small(path[2 * s], step), small(path[2 * s + 1], step)});
+      if (path[2 * s + 1] == -1) {  // a one-operand step, as tropical_einsum_plan_path writes it
+        options.path.push_back({small(path[2 * s], step)});
+      } else {
+        options.path.push_back({small(path[2 * s], step), small(path[2 * s + 1], step)});
+      }
     }
     std::vector<int> out;
     for (std::int64_t j = 0; j < output_rank; ++j) out.push_back(small(output[j], "output label " + std::to_string(j)));

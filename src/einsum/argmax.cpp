@@ -28,9 +28,10 @@ void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
   const std::size_t rows = plan.network.labels.size() - plan.network.output.size();
   const std::int64_t out = plan.output_size;
   if (rows > 0 && assignment == nullptr) throw InvalidArgument("tropical: the einsum assignment is null");
-  std::vector<std::int64_t> found(rows * out);
+  const bool sliced = program.part_offset >= 0;  // one slice: no part, no merge, nothing found to keep
+  std::vector<std::int64_t> found(sliced ? rows * out : 0);
   std::vector<std::int64_t> index(program.slice_extents.size(), 0);
-  std::byte* part = ws + program.part_offset * static_cast<std::int64_t>(eb);
+  std::byte* part = sliced ? ws + program.part_offset * static_cast<std::int64_t>(eb) : nullptr;
   auto* result = static_cast<std::byte*>(output);
   bool first = true;
   do {

@@ -42,8 +42,9 @@ void run_counting(const EinsumProgram& plan, std::span<const void* const> values
   const EinsumKernels copies{sizeof(T), nullptr, {}, nullptr, {}, {}, nullptr};  // HostBackend's copy reads the size
   HostBackend backend(copies, threads);
   const std::int64_t out = plan.output_size;
-  auto* part_values = reinterpret_cast<T*>(ws_values) + program.part_offset;
-  auto* part_counts = reinterpret_cast<T*>(ws_counts) + program.part_offset;
+  const bool sliced = program.part_offset >= 0;  // one slice: no part
+  T* part_values = sliced ? reinterpret_cast<T*>(ws_values) + program.part_offset : nullptr;
+  T* part_counts = sliced ? reinterpret_cast<T*>(ws_counts) + program.part_offset : nullptr;
   std::vector<std::int64_t> index(program.slice_extents.size(), 0);
   bool first = true;
   do {

@@ -113,9 +113,10 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   auto* argmax = reinterpret_cast<std::int32_t*>(ws + region);
   DeviceBackend backend(kernels, stream);
   if (program.ones_count > 0) backend.fill(ws, kernels.one, program.ones_count);
-  std::vector<std::int64_t> found(rows * out), index(program.slice_extents.size(), 0);
-  std::byte* part = ws + program.part_offset * static_cast<std::int64_t>(eb);
-  std::vector<std::byte> host_part(out * eb), host_out(out * eb);
+  const bool sliced = program.part_offset >= 0;  // one slice: no part, no merge, nothing found to keep
+  std::vector<std::int64_t> found(sliced ? rows * out : 0), index(program.slice_extents.size(), 0);
+  std::byte* part = sliced ? ws + program.part_offset * static_cast<std::int64_t>(eb) : nullptr;
+  std::vector<std::byte> host_part(sliced ? out * eb : 0), host_out(sliced ? out * eb : 0);
   std::vector<std::int32_t> host_argmax;
   bool first = true;
   do {

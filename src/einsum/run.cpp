@@ -87,7 +87,7 @@ void run(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels
   auto* ws = static_cast<std::byte*>(workspace);
   if (program.ones_count > 0) backend.fill(ws, kernels.one, program.ones_count);
   std::vector<std::int64_t> index(program.slice_extents.size(), 0);
-  std::byte* part = ws + program.part_offset * static_cast<std::int64_t>(eb);
+  std::byte* part = program.part_offset >= 0 ? ws + program.part_offset * static_cast<std::int64_t>(eb) : nullptr;
   bool first = true;
   do {
     run_slice(program, backend, {operands, ws, first ? static_cast<std::byte*>(output) : part, eb, &index});

@@ -97,6 +97,35 @@ TEST(CAbiEinsum, bad_networks_and_arguments_are_a_status_and_a_message) {
   tropical_einsum_plan_destroy(ok);
 }
 
+TEST(CAbiEinsum, a_one_operand_plan_s_path_makes_the_same_plan) {
+  // "ij->i": one operand; its path is one step of one position, written (0, -1).
+  const int64_t rank[] = {2}, labels[] = {0, 1}, shape[] = {3, 4}, output[] = {0};
+  void* plan = nullptr;
+  ASSERT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 1, rank, labels, shape, 1, output, 0,
+                                        nullptr, 0, &plan),
+            TROPICAL_OK)
+      << last_error();
+  int64_t steps = 0;
+  ASSERT_EQ(tropical_einsum_plan_info(plan, nullptr, nullptr, nullptr, nullptr, &steps), TROPICAL_OK);
+  ASSERT_EQ(steps, 1);
+  int64_t path[2] = {7, 7};
+  ASSERT_EQ(tropical_einsum_plan_path(plan, path), TROPICAL_OK);
+  EXPECT_EQ(path[0], 0);
+  EXPECT_EQ(path[1], -1);
+  void* again = nullptr;
+  EXPECT_EQ(tropical_einsum_plan_create(TROPICAL_MAXPLUS, TROPICAL_F32, 1, rank, labels, shape, 1, output, 1, path,
+                                        0, &again),
+            TROPICAL_OK)
+      << last_error();
+  const float x[12] = {0, 5, 1, 2, 3, 3, 3, 3, -1, -2, -3, -4};
+  const void* ops[] = {x};
+  float got[3] = {}, want[3] = {5, 3, -1};
+  ASSERT_EQ(tropical_einsum_plan_run_host(again, ops, got, nullptr), TROPICAL_OK) << last_error();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], want[i]);
+  tropical_einsum_plan_destroy(again);
+  tropical_einsum_plan_destroy(plan);
+}
+
 TEST(CAbiEinsum, labels_and_path_positions_past_int_are_refused_not_truncated) {
   // Label 2^32 would become label 0 if narrowed: "ij->" on a 3 x 3 operand would be read as the diagonal "ii->".
   const int64_t rank[] = {2}, wide[] = {0, int64_t{1} << 32}, square[] = {3, 3};
