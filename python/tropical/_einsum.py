@@ -84,27 +84,9 @@ def contract(ad, plan, operands, semiring):
     return result
 
 
-def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
-    """The contraction of einsum(equation, *operands) (or the interleaved form op0, sublist0, ..., out_sublist)
-    over `semiring`: a labels' product of the operands' elements with the semiring's multiplication, summed
-    with its addition over the labels not in the output. optimize: "greedy", "treesa" (or a TreeSA with its
-    settings) or an opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are
-    sliced until it holds). Returns an array of the operands' kind (0-d for a scalar output)."""
-    operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
-    if _einsum_native.usable(operands, plan, semiring):
-        return _einsum_native.contract(plan, operands, semiring)
-    return contract(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
-
-
-def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
-    """(result, assignment): einsum's result and, for every label not in the output, the index that wins, an
-    integer array of the output's shape (a Python int for a scalar output). Ties go to the smallest index of
-    each step's contracted labels (and, when sliced, to the first slice); where an output element is the
-    semiring zero nothing wins and the assignment is arbitrary. Traced back through every step's argmax."""
-    operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
-    if _einsum_native.usable(operands, plan, semiring):
-        return _einsum_native.contract_argmax(plan, operands, semiring)
-    ad = _einsum_arrays.adapter(operands[0])
+def contract_argmax(ad, plan, operands, semiring):
+    """(values, assignment) of a plan by the Python executor, slice by slice: each slice traced back, the slices
+    merged with the semiring's addition and the assignment of the first slice that wins each element kept."""
     like = operands[0]
     output = plan.network.output
     result = assign = None
@@ -128,6 +110,29 @@ def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=Non
         return result, {label: assign[label] for label in plan.labels}
     rows = [(label, i) for i, label in enumerate(plan.labels) if label not in output]
     return result, {label: ad.contiguous(assign[i]) for label, i in rows}
+
+
+def einsum(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
+    """The contraction of einsum(equation, *operands) (or the interleaved form op0, sublist0, ..., out_sublist)
+    over `semiring`: a labels' product of the operands' elements with the semiring's multiplication, summed
+    with its addition over the labels not in the output. optimize: "greedy", "treesa" (or a TreeSA with its
+    settings) or an opt_einsum-format path; memory_limit: the most elements an intermediate may have (labels are
+    sliced until it holds). Returns an array of the operands' kind (0-d for a scalar output)."""
+    operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
+    if _einsum_native.usable(operands, plan, semiring):
+        return _einsum_native.contract(plan, operands, semiring)
+    return contract(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
+
+
+def einsum_argmax(*args, semiring="maxplus", optimize="greedy", memory_limit=None):
+    """(result, assignment): einsum's result and, for every label not in the output, the index that wins, an
+    integer array of the output's shape (a Python int for a scalar output). Ties go to the smallest index of
+    each step's contracted labels (and, when sliced, to the first slice); where an output element is the
+    semiring zero nothing wins and the assignment is arbitrary. Traced back through every step's argmax."""
+    operands, plan, semiring = _setup(args, semiring, optimize, memory_limit)
+    if _einsum_native.usable(operands, plan, semiring):
+        return _einsum_native.contract_argmax(plan, operands, semiring)
+    return contract_argmax(_einsum_arrays.adapter(operands[0]), plan, operands, semiring)
 
 
 def counting_einsum(*args, optimize="greedy", memory_limit=None):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tropical
-from tropical import _einsum, _einsum_arrays, _einsum_native, _einsum_parse, _einsum_path, _einsum_trace, _einsum_exec
+from tropical import _einsum, _einsum_arrays, _einsum_exec, _einsum_native, _einsum_parse, _einsum_path
 from test_einsum import CASES, QUICK, draw, networks
 
 
@@ -15,25 +15,7 @@ def python_executor(equation, operands, semiring, optimize, memory_limit):
     plan = _einsum_path.plan(_einsum_parse.parse(equation, [x.shape for x in operands]), optimize, memory_limit)
     ad = _einsum_arrays.adapter(operands[0])
     values = _einsum.contract(ad, plan, operands, semiring)
-    result = assign = None
-    for fixed in _einsum._slices(plan):
-        trace = _einsum_exec.Trace()
-        part = _einsum_exec.run(ad, plan, operands, None, semiring, "argmax", fixed, trace).values
-        if not plan.network.output:
-            found = _einsum_trace.scalar_traceback(ad, plan, trace, fixed)
-            if result is None or bool(_einsum_trace.better(ad, semiring, part, result)):
-                assign = found
-            result = part if result is None else _einsum_trace.add(ad, semiring, result, part)
-            continue
-        found = _einsum_trace.traceback(ad, plan, trace, operands[0], fixed)
-        if result is None:
-            result, assign = part, found
-            continue
-        win = _einsum_trace.better(ad, semiring, part, result)
-        result = _einsum_trace.add(ad, semiring, result, part)
-        assign = ad.where(win[None], found, assign)
-    if plan.network.output:
-        assign = {label: assign[i] for i, label in enumerate(plan.labels) if label not in plan.network.output}
+    _, assign = _einsum.contract_argmax(ad, plan, operands, semiring)
     return values, assign
 
 
