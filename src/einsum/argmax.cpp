@@ -20,7 +20,7 @@ void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
   check_pointers(plan, operands, output, workspace == nullptr ? &plan : workspace);
   const std::size_t eb = kernels.element_bytes;
   const std::size_t region = argmax_region(program, eb);
-  HostWorkspace owned(workspace == nullptr ? region + program.argmax_count * sizeof(std::int32_t) : 0);
+  HostWorkspace owned(workspace == nullptr ? argmax_bytes(program, eb) : 0);
   auto* ws = static_cast<std::byte*>(workspace != nullptr ? workspace : owned.get());
   auto* argmax = reinterpret_cast<std::int32_t*>(ws + region);
   HostBackend backend(kernels, threads);

@@ -105,7 +105,7 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   const int device = device_of(output);
   driver::ScopedContext context(device);
   const std::size_t region = argmax_region(program, eb);
-  const std::size_t bytes = region + static_cast<std::size_t>(program.argmax_count) * sizeof(std::int32_t);
+  const std::size_t bytes = argmax_bytes(program, eb);
   std::unique_ptr<DeviceBuffer<std::byte>> owned;
   if (workspace == nullptr) owned = std::make_unique<DeviceBuffer<std::byte>>(bytes, device);
   const WaitOnExit wait{stream, owned != nullptr};

@@ -97,8 +97,7 @@ std::vector<int> EinsumPlan::reduced_labels() const {
 }
 
 std::size_t EinsumPlan::argmax_workspace_bytes(std::size_t element_bytes) const {
-  return einsum_detail::argmax_region(program_->program, element_bytes) +
-         static_cast<std::size_t>(program_->program.argmax_count) * sizeof(std::int32_t);
+  return einsum_detail::argmax_bytes(program_->program, element_bytes);
 }
 
 }  // namespace tropical

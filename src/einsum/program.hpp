@@ -73,6 +73,11 @@ inline std::size_t argmax_region(const Program& program, std::size_t element_byt
   return (static_cast<std::size_t>(program.workspace_elements) * element_bytes + 255) / 256 * 256;
 }
 
+/// The bytes an argmax run's workspace needs: the workspace, then every step's argmax (int32) from argmax_region.
+inline std::size_t argmax_bytes(const Program& program, std::size_t element_bytes) {
+  return argmax_region(program, element_bytes) + static_cast<std::size_t>(program.argmax_count) * sizeof(std::int32_t);
+}
+
 /// The box with size-1 axes dropped and neighbouring axes merged where both strides allow.
 void coalesce(CopyStep& copy);
 
