@@ -737,6 +737,13 @@ void register_all() {
   add_row("permute/f32/rank8/63072514", [](benchmark::State& s) {
     run_permute(s, {8, 4, 8, 16, 4, 8, 32, 16}, {6, 3, 0, 7, 2, 5, 1, 4});
   });
+  // An intermediate of an independent-set network: 26 axes of 2, axis a to 7a mod 26 (no two axes adjacent on
+  // both sides), the boxed mode's case.
+  add_row("permute/f32/rank26/7a", [](benchmark::State& s) {
+    std::vector<int> perm(26);
+    for (int a = 0; a < 26; ++a) perm[static_cast<std::size_t>(a)] = 7 * a % 26;
+    run_permute(s, std::vector<std::int64_t>(26, 2), perm);
+  });
 }
 
 }  // namespace

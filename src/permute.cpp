@@ -46,6 +46,41 @@ void check_destination_disjoint(Axis* axes, int rank) {
   }
 }
 
+/// The boxed mode's box over `axes` (`rank` of them, the destination's fastest last): the destination's and the
+/// source's fastest axes not yet taken, in turn, while the box stays within `limit` elements; marks them in
+/// `inner` and returns the box's element count.
+std::int64_t choose_box(const Axis* axes, int rank, std::int64_t limit, bool* inner) {
+  int by_src[kMaxPermuteRank] = {};
+  for (int a = 0; a < rank; ++a) by_src[a] = a;
+  std::sort(by_src, by_src + rank, [&](int x, int y) {
+    return axes[x].src != axes[y].src ? axes[x].src < axes[y].src : axes[x].size > axes[y].size;
+  });
+  std::int64_t box = 1;
+  int d = rank - 1, s = 0;
+  bool d_open = true, s_open = true;
+  const auto take = [&](int a, bool& open) {
+    if (box * axes[a].size > limit) {
+      open = false;
+      return;
+    }
+    inner[a] = true;
+    box *= axes[a].size;
+  };
+  while (d_open || s_open) {
+    if (d_open) {
+      while (d >= 0 && inner[d]) --d;
+      if (d < 0) d_open = false;
+      else take(d, d_open);
+    }
+    if (s_open) {
+      while (s < rank && inner[by_src[s]]) ++s;
+      if (s == rank) s_open = false;
+      else take(by_src[s], s_open);
+    }
+  }
+  return box;
+}
+
 }  // namespace
 
 PermuteLaunch permute_launch(const StridedCopy& copy) {
@@ -98,17 +133,40 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
   // Tiles where the two fastest axes differ and both fill a good part of a tile; else a plain copy along the
   // destination's fastest (coalesced writes; with the source's fastest next, so that the blocks reading the rest
   // of the source's runs follow close behind).
-  out.tiled = fast_src != fast_dst &&
-              std::min(axes[fast_src].size, axes[fast_dst].size) >= catalog::PermuteGeometry::kMinTiledAxis;
-  const int first = out.tiled ? fast_src : fast_dst, second = out.tiled ? fast_dst : fast_src;
-  // The kernel's order: those two, then the others fastest first on the destination, so that consecutive blocks
-  // write near each other.
+  using G = catalog::PermuteGeometry;
+  const bool tiled = fast_src != fast_dst && std::min(axes[fast_src].size, axes[fast_dst].size) >= G::kMinTiledAxis;
   Axis order[kMaxPermuteRank] = {};
   int n = 0;
-  order[n++] = axes[first];
-  if (second != first) order[n++] = axes[second];
-  for (int a = rank - 1; a >= 0; --a) {
-    if (a != first && a != second) order[n++] = axes[a];
+  bool inner[kMaxPermuteRank] = {};
+  // A plain block's elements (4-byte elements: the most a plain block takes): whole runs of the destination's
+  // fastest axis and, where it is short, runs of the next one.
+  constexpr std::int64_t kPlain = G::kPlainBytes / 4, kBox = G::kBoxPerThread * G::kBlockX * G::kBlockY;
+  const std::int64_t n0 = std::min(axes[fast_dst].size, kPlain);
+  const std::int64_t n1 = fast_src != fast_dst ? axes[fast_src].size : rank > 1 ? axes[rank - 2].size : 1;
+  const std::int64_t plain_fill = n0 * std::min(n1, kPlain / n0);
+  if (!tiled && rank > 2 && plain_fill < kBox && choose_box(axes, rank, kBox, inner) > plain_fill) {
+    // Boxed: the box's axes, then the others, each fastest first on the destination.
+    out.mode = PermuteMode::kBoxed;
+    for (int a = rank - 1; a >= 0; --a) {
+      if (inner[a]) order[n++] = axes[a];
+    }
+    out.copy.inner = n;
+    for (int a = rank - 1; a >= 0; --a) {
+      if (!inner[a]) order[n++] = axes[a];
+    }
+  } else {
+    // Tiles where the two fastest axes differ and both fill a good part of a tile; else a plain copy along the
+    // destination's fastest (coalesced writes; with the source's fastest next, so that the blocks reading the rest
+    // of the source's runs follow close behind).
+    out.mode = tiled ? PermuteMode::kTiled : PermuteMode::kPlain;
+    const int first = tiled ? fast_src : fast_dst, second = tiled ? fast_dst : fast_src;
+    // The kernel's order: those two, then the others fastest first on the destination, so that consecutive blocks
+    // write near each other.
+    order[n++] = axes[first];
+    if (second != first) order[n++] = axes[second];
+    for (int a = rank - 1; a >= 0; --a) {
+      if (a != first && a != second) order[n++] = axes[a];
+    }
   }
   out.copy.rank = n;
   for (int a = 0; a < kMaxPermuteRank; ++a) {
@@ -128,7 +186,11 @@ std::int64_t permute_blocks(const PermuteLaunch& plan, std::size_t element_bytes
   const StridedCopy& c = plan.copy;
   const std::int64_t n0 = c.size[0], n1 = c.rank > 1 ? c.size[1] : 1;
   std::int64_t blocks = 1;
-  if (plan.tiled) {
+  if (plan.mode == PermuteMode::kBoxed) {
+    for (int a = c.inner; a < c.rank; ++a) blocks *= c.size[a];
+    return blocks;
+  }
+  if (plan.mode == PermuteMode::kTiled) {
     blocks = ((n0 + G::kTileN - 1) / G::kTileN) * ((n1 + G::kTileM - 1) / G::kTileM);
   } else {
     const std::int64_t w = std::min(n0, plain), rows = plain / w;
@@ -148,9 +210,11 @@ void permute(std::size_t element_bytes, const void* src, void* dst, const Stride
   const auto& api = jit::driver::api();
   CUdevice device = 0;
   if (api.cuCtxGetDevice(&device) != CUDA_SUCCESS) invalid("permute: no current CUDA context");
-  // One tile (or run) a block; past 2^31 - 1 blocks the kernel loops.
-  const Grid grid{static_cast<unsigned>(std::min<std::int64_t>(permute_blocks(plan, element_bytes), 0x7fffffff)), 1, 1};
-  catalog::PermuteArgs args{.src = src, .dst = dst, .copy = plan.copy, .tiled = plan.tiled ? 1 : 0};
+  // One tile (or run) a block; past 2^31 - 1 blocks the kernel loops. Boxed: a grid of at most kBoxGrid blocks,
+  // each locating its threads' elements of the box once for the boxes it loops over.
+  const std::int64_t cap = plan.mode == PermuteMode::kBoxed ? catalog::PermuteGeometry::kBoxGrid : 0x7fffffff;
+  const Grid grid{static_cast<unsigned>(std::min(permute_blocks(plan, element_bytes), cap)), 1, 1};
+  catalog::PermuteArgs args{.src = src, .dst = dst, .copy = plan.copy, .mode = static_cast<int>(plan.mode)};
   switch (element_bytes) {
     case 1: launch_device_op<Op::kPermute, std::uint8_t>(device, grid, stream, args); break;
     case 2: launch_device_op<Op::kPermute, std::int16_t>(device, grid, stream, args); break;

@@ -12,11 +12,11 @@
 
 namespace tropical::detail {
 
-inline constexpr int kMaxPermuteRank = 8;
+inline constexpr int kMaxPermuteRank = 32;
 
 /// A strided copy: dst at index (i_0..i_{rank-1}) = src at that index, each side with its own element strides.
-/// (The permute kernels' parameter struct, generated from codegen/spec.py: int rank; std::int64_t size[8],
-/// src_stride[8], dst_stride[8].)
+/// (The permute kernels' parameter struct, generated from codegen/spec.py: int rank, inner; std::int64_t size[32],
+/// src_stride[32], dst_stride[32]; `inner` is the launch's, ignored on input.)
 using StridedCopy = catalog::StridedCopy;
 static_assert(sizeof(StridedCopy::size) == kMaxPermuteRank * sizeof(std::int64_t), "one rank limit");
 
@@ -24,12 +24,18 @@ static_assert(sizeof(StridedCopy::size) == kMaxPermuteRank * sizeof(std::int64_t
 /// tropical::InvalidArgument on a bad rank/size/stride; dst must not overlap src (not checked).
 void permute(std::size_t element_bytes, const void* src, void* dst, const StridedCopy& copy, CUstream stream);
 
-/// What permute() launches for a copy: the same copy with size-1 axes dropped, axes contiguous on both sides merged,
-/// and (tiled) the source's fastest axis first, the destination's second, where they differ and both are at least
-/// PermuteGeometry::kMinTiledAxis long; else (plain) the destination's fastest first, the source's second.
+/// How the permute kernel walks a copy (its `mode` argument).
+enum class PermuteMode : int { kPlain = 0, kTiled = 1, kBoxed = 2 };
+
+/// What permute() launches for a copy: the same copy with size-1 axes dropped and axes contiguous on both sides
+/// merged, then (tiled) the source's fastest axis first, the destination's second, where they differ and both are
+/// at least PermuteGeometry::kMinTiledAxis long; else (boxed) where a plain block would hold fewer elements than a
+/// box of whole short axes, axes 0..inner-1 the box (the destination's and the source's fastest axes taken in turn,
+/// listed fastest first on the destination), the others after them; else (plain) the destination's fastest first,
+/// the source's second.
 struct PermuteLaunch {
   StridedCopy copy;
-  bool tiled;
+  PermuteMode mode;
   std::int64_t elements;  // 0: nothing to launch
 };
 
@@ -38,8 +44,8 @@ struct PermuteLaunch {
 /// past every faster one). Needs no device.
 PermuteLaunch permute_launch(const StridedCopy& copy);
 
-/// The blocks of work of the permute kernel of `element_bytes` over `plan` (its tiles, or its runs of plain copy):
-/// its grid, or what it loops over where that is more than a grid holds.
+/// The blocks of work of the permute kernel of `element_bytes` over `plan` (its tiles, runs of plain copy or
+/// boxes): its grid, or what it loops over where that is more than a grid holds.
 std::int64_t permute_blocks(const PermuteLaunch& plan, std::size_t element_bytes);
 
 }  // namespace tropical::detail

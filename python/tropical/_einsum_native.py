@@ -1,24 +1,52 @@
-"""NumPy operands through the library's einsum plan (tropical_einsum_plan_*, include/tropical/einsum.hpp): the
-Python planner's tree handed over as a path with the memory limit (the library slices the same labels), the
-operands contracted by the C++ program on the CPU backend, the argmax traced back there. The same bits as the
-Python executor, which stays for torch, CuPy, bool operands and autograd."""
+"""Operands through the library's einsum plan (tropical_einsum_plan_*, include/tropical/einsum.hpp): the Python
+planner's tree handed over as a path with the memory limit (the library slices the same labels); NumPy operands
+contracted by the C++ program on the CPU backend, torch CUDA tensors and CuPy arrays by the same program queued
+on the framework's current stream, with its workspace taken from the framework's allocator; the argmax traced
+back by the library. The same bits as the Python executor, which stays for CPU tensors, bool operands, counting
+on a GPU, autograd and torch.compile."""
 
 import ctypes
+import sys
 
-from . import _arrays, _einsum_arrays, _einsum_trace, _einsum_tree, _lib, _ops
+from . import _arrays, _einsum_arrays, _einsum_trace, _einsum_tree, _fast, _lib, _ops
 
 _NATIVE_DTYPES = ("float32", "float64", "int32", "int64", "int16", "uint8")
 
 
+def _kind(first):
+    """"numpy", "torch" (a CUDA tensor), "cupy", or None for an array the library's plans do not take here."""
+    module = type(first).__module__
+    if module == "numpy" and type(first).__name__ == "ndarray":
+        return "numpy"
+    if module.startswith("torch") and getattr(first, "is_cuda", False):
+        compiler = getattr(sys.modules["torch"], "compiler", None)  # tracing: the Python executor (no pointers)
+        return None if compiler is not None and compiler.is_compiling() else "torch"
+    if module.startswith("cupy") and type(first).__name__ == "ndarray":
+        return "cupy"
+    return None
+
+
 def usable(operands, plan, semiring):
-    """True if the operands are NumPy arrays of one dtype the library's plans take (bool goes the Python way) and
-    the library's plan slices as the Python one (the same tree and limit do; a limit that is no integer may not)."""
+    """True if the operands are NumPy arrays, torch CUDA tensors or CuPy arrays of one dtype the library's plans
+    take (bool goes the Python way; counting runs on the CPU backend only) on one device, and the library's plan
+    slices as the Python one (the same tree and limit do)."""
     first = operands[0]
-    if not (type(first).__module__ == "numpy" and type(first).__name__ == "ndarray"
-            and str(first.dtype) in _NATIVE_DTYPES
-            and all(type(x) is type(first) and x.dtype == first.dtype for x in operands)):
+    kind = _kind(first)
+    dtype = str(first.dtype).replace("torch.", "")
+    if kind is None or dtype not in _NATIVE_DTYPES or (semiring == "counting" and kind != "numpy"):
         return False
-    return _handle(plan, semiring, str(first.dtype)).slices == plan.info.slices
+    if kind == "numpy":
+        if not all(type(x) is type(first) and x.dtype == first.dtype for x in operands):
+            return False
+    elif kind == "torch":
+        device = first.device
+        if not all(type(x) is type(first) and x.dtype == first.dtype and x.device == device for x in operands):
+            return False
+    else:
+        device = first.device.id
+        if not all(type(x) is type(first) and x.dtype == first.dtype and x.device.id == device for x in operands):
+            return False
+    return _handle(plan, semiring, dtype).slices == plan.info.slices
 
 
 class _Handle:
@@ -46,6 +74,10 @@ class _Handle:
         _lib.check(self._dll.tropical_einsum_plan_info(self.handle, None, None, None, ctypes.addressof(slices), None))
         self.slices = slices.value
         self.output_shape = tuple(network.sizes[label] for label in network.output)
+        plain, argmax = ctypes.c_size_t(), ctypes.c_size_t()
+        _lib.check(self._dll.tropical_einsum_plan_workspace_bytes(self.handle, ctypes.addressof(plain),
+                                                                  ctypes.addressof(argmax)))
+        self.workspace_bytes, self.argmax_bytes = plain.value, argmax.value
         self.rows = [label for label in plan.labels if label not in network.output]
 
     def __del__(self):
@@ -75,10 +107,49 @@ def _as_merged(plan, semiring, x):
     return x
 
 
+class _Device:
+    """What a run on a GPU framework's arrays needs: the operands (contiguous), a host array of their pointers,
+    arrays of the operands' kind, and the framework's current stream of their device."""
+
+    def __init__(self, operands):
+        first = operands[0]
+        if _kind(first) == "torch":
+            torch = sys.modules["torch"]
+            self.arrays = [x.contiguous() for x in operands]
+            self.device = first.device
+            self.stream = _fast.torch_stream(first.device.index)
+            self.empty = lambda shape, dtype=None: torch.empty(shape, dtype=dtype or first.dtype, device=self.device)
+            self.bytes = lambda n: torch.empty(max(n, 1), dtype=torch.uint8, device=self.device)
+            self.int64 = torch.int64
+            address = lambda x: x.data_ptr()  # noqa: E731
+        else:
+            cupy = sys.modules["cupy"]
+            self.arrays = [cupy.ascontiguousarray(x) for x in operands]
+            self.stream = cupy.cuda.get_current_stream().ptr
+            self.empty = lambda shape, dtype=None: cupy.empty(shape, dtype=dtype or first.dtype)
+            self.bytes = lambda n: cupy.empty(max(n, 1), dtype=cupy.uint8)
+            self.int64 = cupy.int64
+            address = lambda x: x.data.ptr  # noqa: E731
+        self.address = address
+        self.pointers = (ctypes.c_void_p * len(self.arrays))(*[address(x) for x in self.arrays])
+
+
+def _on_device(operands):
+    return _kind(operands[0]) in ("torch", "cupy")
+
+
 def contract(plan, operands, semiring):
-    """The values of einsum on NumPy operands (an array of the output's shape, 0-d for a scalar)."""
+    """The values of einsum (an array of the operands' kind and the output's shape, 0-d for a scalar)."""
     import numpy
-    dtype = str(operands[0].dtype)
+    dtype = str(operands[0].dtype).replace("torch.", "")
+    if _on_device(operands):
+        handle = _handle(plan, semiring, dtype)
+        run = _Device(operands)
+        out = run.empty(handle.output_shape)
+        workspace = run.bytes(handle.workspace_bytes)
+        _lib.check(handle._dll.tropical_einsum_plan_run(handle.handle, ctypes.addressof(run.pointers),
+                                                        run.address(out), run.address(workspace), run.stream))
+        return out
     handle = _handle(plan, semiring, dtype)
     arrays, pointers = _pointers(operands)
     out = numpy.empty(handle.output_shape, operands[0].dtype)
@@ -89,13 +160,25 @@ def contract(plan, operands, semiring):
 
 
 def contract_argmax(plan, operands, semiring):
-    """(values, assignment) of einsum_argmax on NumPy operands: assignment as einsum_argmax returns it."""
+    """(values, assignment) of einsum_argmax: assignment as einsum_argmax returns it (on a GPU framework's arrays,
+    integer arrays of its kind)."""
     import numpy
-    dtype = str(operands[0].dtype)
+    dtype = str(operands[0].dtype).replace("torch.", "")
     handle = _handle(plan, semiring, dtype)
+    assign = numpy.empty((len(handle.rows),) + handle.output_shape, numpy.int64)
+    if _on_device(operands):
+        run = _Device(operands)
+        out = run.empty(handle.output_shape)
+        workspace = run.bytes(handle.argmax_bytes)
+        _lib.check(handle._dll.tropical_einsum_plan_run_argmax(handle.handle, ctypes.addressof(run.pointers),
+                                                               run.address(out), assign.ctypes.data,
+                                                               run.address(workspace), run.stream))
+        if not handle.output_shape:
+            return out, {label: int(assign[i]) for i, label in enumerate(handle.rows)}
+        device = _einsum_arrays.adapter(operands[0])
+        return out, {label: device.index_array(assign[i], operands[0]) for i, label in enumerate(handle.rows)}
     arrays, pointers = _pointers(operands)
     out = numpy.empty(handle.output_shape, operands[0].dtype)
-    assign = numpy.empty((len(handle.rows),) + handle.output_shape, numpy.int64)
     _lib.check(handle._dll.tropical_einsum_plan_run_host_argmax(handle.handle, ctypes.addressof(pointers),
                                                                 out.ctypes.data, assign.ctypes.data, None))
     del arrays

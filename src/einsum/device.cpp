@@ -19,6 +19,7 @@ namespace tropical::detail {
 namespace {
 
 namespace driver = jit::driver;
+static_assert(einsum_detail::kMaxBoxRank == kMaxPermuteRank, "a box is one launch of the permute kernel");
 
 class DeviceBackend final : public einsum_detail::Backend {
  public:

@@ -4,7 +4,9 @@
 // Also the host half alone: what it merges, when it tiles, what it rejects.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@ namespace tropical {
 namespace {
 
 using detail::PermuteLaunch;
+using detail::PermuteMode;
 using detail::StridedCopy;
 using emulation::Dim3;
 using permute_test::Case;
@@ -33,9 +36,9 @@ void check(const Case& c, const char* kernel, std::mt19937_64& rng, std::int64_t
   ASSERT_GT(launch.elements, 0) << c.what;
   const std::int64_t blocks = detail::permute_blocks(launch, sizeof(T));
   const Dim3 grid{static_cast<unsigned>(std::max<std::int64_t>(1, blocks / shrink)), 1, 1};
-  catalog::PermuteArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy, .tiled = launch.tiled};
+  catalog::PermuteArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy, .mode = static_cast<int>(launch.mode)};
   emulation::launch_kernel(emulation::id_of(kernel), "tuned", {1, 1, 0, 1}, args, &grid);
-  ASSERT_EQ(got, want) << kernel << " " << c.what << (launch.tiled ? " (tiled)" : " (plain)");
+  ASSERT_EQ(got, want) << kernel << " " << c.what << " (mode " << static_cast<int>(launch.mode) << ")";
 }
 
 template <class T>
@@ -60,6 +63,39 @@ TEST(EmulatedPermute, random_copies_of_8_bytes_match_the_host_loop) {
   check_random<std::int64_t>("tropical_permute_i64", 4, 25);
 }
 
+TEST(EmulatedPermute, random_copies_of_many_short_axes_match_the_host_loop) {
+  // Up to 20 axes, most of them 1-5 long once the element count is capped: the boxed mode's ground.
+  std::mt19937_64 rng(6);
+  for (int i = 0; i < 40; ++i) {
+    const Case c = permute_test::random_case(rng, 20, 20000);
+    if (i % 2 == 0) check<std::int32_t>(c, "tropical_permute_i32", rng, i % 3 == 0 ? 5 : 1);
+    else check<std::int64_t>(c, "tropical_permute_i64", rng, i % 3 == 0 ? 5 : 1);
+    check<std::uint8_t>(c, "tropical_permute_u8", rng);
+    check<std::int16_t>(c, "tropical_permute_i16", rng, 2);
+  }
+}
+
+TEST(EmulatedPermute, sixteen_axes_of_two_shuffled_run_boxed_and_match_the_host_loop) {
+  std::vector<int> perm(16);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 4; ++round) {
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const Case c = permute_test::permuted(std::vector<std::int64_t>(16, 2), perm);
+    const PermuteLaunch l = detail::permute_launch(c.copy);
+    if (perm.back() != 15) {  // the fastest axis moved: no run of two axes on both sides
+      EXPECT_EQ(l.mode, PermuteMode::kBoxed) << c.what;
+      std::int64_t box = 1;
+      for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
+      EXPECT_LE(box, catalog::PermuteGeometry::kBoxPerThread * catalog::PermuteGeometry::kBlockX *
+                         catalog::PermuteGeometry::kBlockY);
+      EXPECT_GE(box, 256) << c.what;
+    }
+    check<float>(c, "tropical_permute_i32", rng, round + 1);
+    check<double>(c, "tropical_permute_i64", rng, 7);
+  }
+}
+
 TEST(EmulatedPermute, transposes_off_the_tile_edges_and_long_rows_match_the_host_loop) {
   std::mt19937_64 rng(5);
   for (const Case& c : {permute_test::permuted({130, 67}, {1, 0}), permute_test::permuted({64, 64}, {1, 0}),
@@ -75,12 +111,12 @@ TEST(EmulatedPermute, transposes_off_the_tile_edges_and_long_rows_match_the_host
 TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_fastest_axis) {
   // A contiguous copy of any shape is one run of plain copy.
   PermuteLaunch l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {0, 1, 2}).copy);
-  EXPECT_FALSE(l.tiled);
+  EXPECT_EQ(l.mode, PermuteMode::kPlain);
   EXPECT_EQ(l.copy.rank, 1);
   EXPECT_EQ(l.copy.size[0], 120);
   // (a, b, c) -> (c, a, b): a and b stay adjacent and merge; a 2-D transpose of 20 x 60, tiled.
   l = detail::permute_launch(permute_test::permuted({4, 5, 60}, {2, 0, 1}).copy);
-  EXPECT_TRUE(l.tiled);
+  EXPECT_EQ(l.mode, PermuteMode::kTiled);
   EXPECT_EQ(l.copy.rank, 2);
   EXPECT_EQ(l.copy.size[0], 60);  // the source's fastest
   EXPECT_EQ(l.copy.src_stride[0], 1);
@@ -88,16 +124,24 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_EQ(l.copy.dst_stride[1], 1);
   // The same with an axis shorter than kMinTiledAxis: plain along the destination's fastest, the source's next.
   l = detail::permute_launch(permute_test::permuted({4, 2, 60}, {2, 0, 1}).copy);
-  EXPECT_FALSE(l.tiled);
+  EXPECT_EQ(l.mode, PermuteMode::kPlain);
   EXPECT_EQ(l.copy.size[0], 8);
   EXPECT_EQ(l.copy.dst_stride[0], 1);
   EXPECT_EQ(l.copy.size[1], 60);
   EXPECT_EQ(l.copy.src_stride[1], 1);
-  // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c.
-  l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {1, 0, 2}).copy);
-  EXPECT_FALSE(l.tiled);
-  EXPECT_EQ(l.copy.size[0], 6);
+  // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c (long enough to fill a block).
+  l = detail::permute_launch(permute_test::permuted({40, 50, 600}, {1, 0, 2}).copy);
+  EXPECT_EQ(l.mode, PermuteMode::kPlain);
+  EXPECT_EQ(l.copy.size[0], 600);
   EXPECT_EQ(l.copy.rank, 3);
+  // The same small: a plain block would hold 6 x 5 elements; one box holds all 120, in the destination's order.
+  l = detail::permute_launch(permute_test::permuted({4, 5, 6}, {1, 0, 2}).copy);
+  EXPECT_EQ(l.mode, PermuteMode::kBoxed);
+  EXPECT_EQ(l.copy.inner, 3);
+  EXPECT_EQ(l.copy.size[0], 6);
+  EXPECT_EQ(l.copy.dst_stride[0], 1);
+  EXPECT_EQ(l.copy.size[1], 4);
+  EXPECT_EQ(l.copy.size[2], 5);
   // Axes of size 1 go; no axis at all is one element; a zero size is nothing to do.
   l = detail::permute_launch(permute_test::permuted({1, 1}, {1, 0}).copy);
   EXPECT_EQ(l.elements, 1);
@@ -131,10 +175,10 @@ TEST(PermuteLaunch, rejects_bad_ranks_sizes_strides_and_destinations_that_write_
   bad.src_stride[0] = std::int64_t{1} << 40;
   EXPECT_THROW(detail::permute_launch(bad), InvalidArgument);
   try {
-    detail::permute_launch(StridedCopy{.rank = 9});
-    ADD_FAILURE() << "rank 9 accepted";
+    detail::permute_launch(StridedCopy{.rank = 33});
+    ADD_FAILURE() << "rank 33 accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 33"), std::string::npos) << e.what();
   }
 }
 
