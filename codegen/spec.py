@@ -962,9 +962,9 @@ def device_op(op, params, **spec):
 # shared memory, so that reads and writes are both coalesced. Plain (mode 0): the destination's fastest goes first
 # and blocks copy runs of plain_bytes along it (at most 8 elements a thread). Boxed (mode 2), for many short axes
 # (intermediates of bond dimension 2) where a plain block would hold a few elements: axes 0..inner-1 form a box of
-# at most box_per_thread elements a thread, the destination's and the source's fastest axes taken in turn, each
-# thread's offsets in the box computed once and the blocks looping over the boxes of the other axes (reads of a
-# box's source runs shared through L1). Fitted to 64 registers, 2 blocks of 512 threads per SM, no spill (sm_90,
+# at most box_per_thread elements a thread, the destination's and the source's fastest axes taken in turn (the
+# first that does not fit split), each thread's offsets in the box computed once and each of at most box_grid
+# blocks copying a run of consecutive boxes of the other axes (reads of a box's source runs shared through L1). Fitted to 64 registers, 2 blocks of 512 threads per SM, no spill (sm_90,
 # ptxas -v). The other axes come from the block index. Elements are copied as integers of their width: one kernel
 # per width serves every type.
 param_struct("StridedCopy", "A strided copy: dst at index (i_0..i_{rank-1}) = src at that index, each side with "

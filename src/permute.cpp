@@ -46,39 +46,74 @@ void check_destination_disjoint(Axis* axes, int rank) {
   }
 }
 
-/// The boxed mode's box over `axes` (`rank` of them, the destination's fastest last): the destination's and the
-/// source's fastest axes not yet taken, in turn, while the box stays within `limit` elements; marks them in
-/// `inner` and returns the box's element count.
-std::int64_t choose_box(const Axis* axes, int rank, std::int64_t limit, bool* inner) {
-  int by_src[kMaxPermuteRank] = {};
-  for (int a = 0; a < rank; ++a) by_src[a] = a;
-  std::sort(by_src, by_src + rank, [&](int x, int y) {
-    return axes[x].src != axes[y].src ? axes[x].src < axes[y].src : axes[x].size > axes[y].size;
-  });
-  std::int64_t box = 1;
-  int d = rank - 1, s = 0;
-  bool d_open = true, s_open = true;
-  const auto take = [&](int a, bool& open) {
-    if (box * axes[a].size > limit) {
-      open = false;
-      return;
-    }
-    inner[a] = true;
-    box *= axes[a].size;
-  };
-  while (d_open || s_open) {
-    if (d_open) {
-      while (d >= 0 && inner[d]) --d;
-      if (d < 0) d_open = false;
-      else take(d, d_open);
-    }
-    if (s_open) {
-      while (s < rank && inner[by_src[s]]) ++s;
-      if (s == rank) s_open = false;
-      else take(by_src[s], s_open);
+/// The boxed mode's axes: the copy's, with at most one of them split in two, and which of them form the box.
+struct BoxChoice {
+  Axis axes[kMaxPermuteRank];
+  bool inner[kMaxPermuteRank];
+  int rank;
+  std::int64_t box;  // elements
+};
+
+/// True if the box's own offsets (from its first element) stay below 2^31 on both sides: the kernel holds them
+/// as 32-bit integers.
+bool box_offsets_fit(const BoxChoice& b) {
+  std::int64_t src = 0, dst = 0;
+  for (int a = 0; a < b.rank; ++a) {
+    if (!b.inner[a]) continue;
+    src += (b.axes[a].size - 1) * b.axes[a].src;
+    dst += (b.axes[a].size - 1) * b.axes[a].dst;
+  }
+  return src < (std::int64_t{1} << 31) && dst < (std::int64_t{1} << 31);
+}
+
+/// The largest divisor of `size` that is at most `most` (1 if none above 1).
+std::int64_t largest_divisor(std::int64_t size, std::int64_t most) {
+  for (std::int64_t c = std::min(size, most); c > 1; --c) {
+    if (size % c == 0) return c;
+  }
+  return 1;
+}
+
+/// The box of at most `limit` elements over `axes` (`rank` of them): the destination's and the source's fastest
+/// axes not yet in it, in turn, whole while they fit; the first that does not fit is split (size = outer x inner,
+/// the inner part a divisor of it that fits) and its inner part taken, which fills that side's share.
+BoxChoice choose_box(const Axis* axes, int rank, std::int64_t limit) {
+  BoxChoice b{};
+  std::copy(axes, axes + rank, b.axes);
+  b.rank = rank;
+  b.box = 1;
+  bool open[2] = {true, true};  // the destination's side, the source's
+  while (open[0] || open[1]) {
+    for (int side = 0; side < 2; ++side) {
+      if (!open[side]) continue;
+      int next = -1;  // the side's fastest axis not in the box (ties: the larger)
+      for (int a = 0; a < b.rank; ++a) {
+        if (b.inner[a]) continue;
+        const std::int64_t stride = side == 0 ? b.axes[a].dst : b.axes[a].src;
+        const std::int64_t best = next < 0 ? 0 : side == 0 ? b.axes[next].dst : b.axes[next].src;
+        if (next < 0 || stride < best || (stride == best && b.axes[a].size > b.axes[next].size)) next = a;
+      }
+      if (next < 0) {
+        open[side] = false;
+        continue;
+      }
+      Axis& x = b.axes[next];
+      if (b.box * x.size <= limit) {
+        b.inner[next] = true;
+        b.box *= x.size;
+        continue;
+      }
+      open[side] = false;
+      const std::int64_t part = largest_divisor(x.size, limit / b.box);
+      if (part < 2 || b.rank == kMaxPermuteRank) continue;
+      // x = (outer, part): the part steps as x did, the outer part `part` times as far.
+      b.axes[b.rank++] = Axis{x.size / part, x.src * part, x.dst * part};
+      x.size = part;
+      b.inner[next] = true;
+      b.box *= part;
     }
   }
-  return box;
+  return b;
 }
 
 }  // namespace
@@ -137,22 +172,24 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
   const bool tiled = fast_src != fast_dst && std::min(axes[fast_src].size, axes[fast_dst].size) >= G::kMinTiledAxis;
   Axis order[kMaxPermuteRank] = {};
   int n = 0;
-  bool inner[kMaxPermuteRank] = {};
   // A plain block's elements (4-byte elements: the most a plain block takes): whole runs of the destination's
   // fastest axis and, where it is short, runs of the next one.
   constexpr std::int64_t kPlain = G::kPlainBytes / 4, kBox = G::kBoxPerThread * G::kBlockX * G::kBlockY;
   const std::int64_t n0 = std::min(axes[fast_dst].size, kPlain);
   const std::int64_t n1 = fast_src != fast_dst ? axes[fast_src].size : rank > 1 ? axes[rank - 2].size : 1;
   const std::int64_t plain_fill = n0 * std::min(n1, kPlain / n0);
-  if (!tiled && rank > 2 && plain_fill < kBox && choose_box(axes, rank, kBox, inner) > plain_fill) {
+  BoxChoice box{};
+  if (!tiled && rank > 2 && plain_fill < kBox) box = choose_box(axes, rank, kBox);
+  if (box.box > plain_fill && box_offsets_fit(box)) {
     // Boxed: the box's axes, then the others, each fastest first on the destination.
     out.mode = PermuteMode::kBoxed;
-    for (int a = rank - 1; a >= 0; --a) {
-      if (inner[a]) order[n++] = axes[a];
-    }
-    out.copy.inner = n;
-    for (int a = rank - 1; a >= 0; --a) {
-      if (!inner[a]) order[n++] = axes[a];
+    for (int pass = 0; pass < 2; ++pass) {
+      const int first = n;
+      for (int a = 0; a < box.rank; ++a) {
+        if (box.inner[a] == (pass == 0)) order[n++] = box.axes[a];
+      }
+      std::sort(order + first, order + n, [](const Axis& x, const Axis& y) { return x.dst < y.dst; });
+      if (pass == 0) out.copy.inner = n;
     }
   } else {
     // Tiles where the two fastest axes differ and both fill a good part of a tile; else a plain copy along the

@@ -80,7 +80,7 @@ TEST_F(GpuPermute, bad_arguments_throw_before_any_launch) {
   detail::StridedCopy copy = permute_test::permuted({4, 4}, {1, 0}).copy;
   EXPECT_THROW(detail::permute(3, buffer.get(), buffer.get() + 16, copy, nullptr), InvalidArgument);
   EXPECT_THROW(detail::permute(4, nullptr, buffer.get(), copy, nullptr), InvalidArgument);
-  copy.rank = 9;
+  copy.rank = detail::kMaxPermuteRank + 1;
   EXPECT_THROW(detail::permute(4, buffer.get(), buffer.get() + 16, copy, nullptr), InvalidArgument);
 }
 
