@@ -959,9 +959,10 @@ def device_op(op, params, **spec):
 # The host (src/permute.cpp) merges the axes contiguous on both sides and picks one of three modes. Tiled (mode 1):
 # where the source's and the destination's fastest axes differ and both have at least min_tiled_axis elements (a
 # tile a quarter used), they go first and second: blocks of 32 x 16 threads move 64 x 64 tiles of them through
-# shared memory, so that reads and writes are both coalesced. Plain (mode 0): the destination's fastest goes first
-# and blocks copy runs of plain_bytes along it (at most 8 elements a thread). Boxed (mode 2), for many short axes
-# (intermediates of bond dimension 2) where a plain block would hold a few elements: axes 0..inner-1 form a box of
+# shared memory, so that reads and writes are both coalesced. Plain (mode 0), where the destination's fastest axis
+# is a run of at least min_plain_run elements of the source too: it goes first and blocks copy runs of plain_bytes
+# along it (at most 8 elements a thread). Boxed (mode 2), for the rest (many short axes: the intermediates of bond
+# dimension 2): axes 0..inner-1 form a box of
 # at most box_per_thread elements a thread, the destination's and the source's fastest axes taken in turn (the
 # first that does not fit split), each thread's offsets in the box computed once and each of at most box_grid
 # blocks copying a run of consecutive boxes of the other axes (reads of a box's source runs shared through L1). Fitted to 64 registers, 2 blocks of 512 threads per SM, no spill (sm_90,
@@ -973,5 +974,6 @@ param_struct("StridedCopy", "A strided copy: dst at index (i_0..i_{rank-1}) = sr
 device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 mode",
           template="permute.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
           launch={"block_x": 32, "block_y": 16, "tile_m": 64, "tile_n": 64, "smem_bytes": 0, "plain_bytes": 16384,
-                  "min_blocks": 2, "min_tiled_axis": 16, "box_per_thread": 4, "box_grid": 2048},
+                  "min_blocks": 2, "min_tiled_axis": 16, "min_plain_run": 32, "box_per_thread": 8,
+                  "box_grid": 2048},
           doc="a strided copy of elements of one width")

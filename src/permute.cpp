@@ -172,15 +172,13 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
   const bool tiled = fast_src != fast_dst && std::min(axes[fast_src].size, axes[fast_dst].size) >= G::kMinTiledAxis;
   Axis order[kMaxPermuteRank] = {};
   int n = 0;
-  // A plain block's elements (4-byte elements: the most a plain block takes): whole runs of the destination's
-  // fastest axis and, where it is short, runs of the next one.
-  constexpr std::int64_t kPlain = G::kPlainBytes / 4, kBox = G::kBoxPerThread * G::kBlockX * G::kBlockY;
-  const std::int64_t n0 = std::min(axes[fast_dst].size, kPlain);
-  const std::int64_t n1 = fast_src != fast_dst ? axes[fast_src].size : rank > 1 ? axes[rank - 2].size : 1;
-  const std::int64_t plain_fill = n0 * std::min(n1, kPlain / n0);
+  // Plain copies runs of the destination's fastest axis: good where that axis is a long run of the source too
+  // (whole sectors read and written, several loads in flight a thread). Else a box, unless none fills a quarter.
+  constexpr std::int64_t kBox = G::kBoxPerThread * G::kBlockX * G::kBlockY;
+  const bool plain_runs = rank == 1 || (axes[fast_dst].src == 1 && axes[fast_dst].size >= G::kMinPlainRun);
   BoxChoice box{};
-  if (!tiled && rank > 2 && plain_fill < kBox) box = choose_box(axes, rank, kBox);
-  if (box.box > plain_fill && box_offsets_fit(box)) {
+  if (!tiled && !plain_runs) box = choose_box(axes, rank, kBox);
+  if (box.box >= std::min(kBox / 4, elements) && box.box > 1 && box_offsets_fit(box)) {
     // Boxed: the box's axes, then the others, each fastest first on the destination.
     out.mode = PermuteMode::kBoxed;
     for (int pass = 0; pass < 2; ++pass) {

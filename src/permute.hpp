@@ -29,10 +29,10 @@ enum class PermuteMode : int { kPlain = 0, kTiled = 1, kBoxed = 2 };
 
 /// What permute() launches for a copy: the same copy with size-1 axes dropped and axes contiguous on both sides
 /// merged, then (tiled) the source's fastest axis first, the destination's second, where they differ and both are
-/// at least PermuteGeometry::kMinTiledAxis long; else (boxed) where a plain block would hold fewer elements than a
-/// box of whole short axes, axes 0..inner-1 the box (the destination's and the source's fastest axes taken in turn,
-/// listed fastest first on the destination), the others after them; else (plain) the destination's fastest first,
-/// the source's second.
+/// at least PermuteGeometry::kMinTiledAxis long; else (plain) the destination's fastest first, the source's second,
+/// where the destination's fastest is a run of at least kMinPlainRun elements of the source too; else (boxed)
+/// axes 0..inner-1 a box of whole short axes (the destination's and the source's fastest taken in turn, the first
+/// that does not fit split; listed fastest first on the destination), the others after them.
 struct PermuteLaunch {
   StridedCopy copy;
   PermuteMode mode;

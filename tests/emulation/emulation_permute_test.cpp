@@ -122,13 +122,22 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_EQ(l.copy.src_stride[0], 1);
   EXPECT_EQ(l.copy.size[1], 20);  // the destination's fastest
   EXPECT_EQ(l.copy.dst_stride[1], 1);
-  // The same with an axis shorter than kMinTiledAxis: plain along the destination's fastest, the source's next.
+  // The same with an axis shorter than kMinTiledAxis: a box of both (the destination's fastest first).
   l = detail::permute_launch(permute_test::permuted({4, 2, 60}, {2, 0, 1}).copy);
-  EXPECT_EQ(l.mode, PermuteMode::kPlain);
+  EXPECT_EQ(l.mode, PermuteMode::kBoxed);
+  EXPECT_EQ(l.copy.inner, 2);
   EXPECT_EQ(l.copy.size[0], 8);
   EXPECT_EQ(l.copy.dst_stride[0], 1);
   EXPECT_EQ(l.copy.size[1], 60);
   EXPECT_EQ(l.copy.src_stride[1], 1);
+  // A long axis under short ones: split, its inner part in the box (4096 = 512 x 8 after the 8 x 2 x ... taken).
+  l = detail::permute_launch(permute_test::permuted({2, 2, 4096, 2}, {3, 2, 0, 1}).copy);
+  EXPECT_EQ(l.mode, PermuteMode::kBoxed);
+  std::int64_t box = 1;
+  for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
+  EXPECT_EQ(box, catalog::PermuteGeometry::kBoxPerThread * catalog::PermuteGeometry::kBlockX *
+                     catalog::PermuteGeometry::kBlockY);
+  EXPECT_EQ(l.copy.rank, l.copy.inner + 1);  // the 4096's outer part
   // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c (long enough to fill a block).
   l = detail::permute_launch(permute_test::permuted({40, 50, 600}, {1, 0, 2}).copy);
   EXPECT_EQ(l.mode, PermuteMode::kPlain);
