@@ -96,30 +96,47 @@ class Compiler {
     return v.strides[it - v.labels.begin()];
   }
 
-  /// True if v is laid out densely (row-major) in `order` (a permutation of its labels).
-  bool dense_in(const Value& v, const std::vector<int>& order) const {
-    std::int64_t s = 1;
-    for (std::size_t i = order.size(); i-- > 0;) {
-      const std::int64_t size = net_.sizes[order[i]];
-      if (size > 1 && stride_of(v, order[i]) != s) return false;
-      s *= size;
-    }
-    return true;
-  }
-
   static std::vector<int> concat(std::initializer_list<const std::vector<int>*> parts) {
     std::vector<int> out;
     for (const auto* part : parts) out.insert(out.end(), part->begin(), part->end());
     return out;
   }
 
+  /// The labels of `group` of v (in that order, the last fastest) as one strided axis: (extent, stride) where
+  /// each label steps exactly past the ones after it (labels of extent 1 skipped; none: extent 1, stride 0).
+  std::optional<std::pair<std::int64_t, std::int64_t>> axis_of(const Value& v, const std::vector<int>& group) const {
+    std::int64_t extent = 1, stride = 0;
+    for (std::size_t i = group.size(); i-- > 0;) {
+      const std::int64_t size = net_.sizes[group[i]];
+      if (size == 1) continue;
+      const std::int64_t s = stride_of(v, group[i]);
+      if (extent == 1) {
+        stride = s;
+      } else if (s != stride * extent) {
+        return std::nullopt;
+      }
+      extent *= size;
+    }
+    return std::pair{extent, stride};
+  }
+
+  /// v as op(X) batches of rows x cols without a copy: batch, rows and cols each one strided axis of v, and rows
+  /// or cols of unit stride (the matrices' leading dimension the other's stride; the batch stride any).
   std::optional<View> view(const Value& v, const std::vector<int>& batch, const std::vector<int>& rows,
                            const std::vector<int>& cols) const {
-    const std::int64_t r = product_of(rows), c = product_of(cols);
-    if (dense_in(v, concat({&batch, &cols, &rows})))
-      return View{Trans::kYes, std::max<std::int64_t>(r, 1), r * c};
-    if (dense_in(v, concat({&batch, &rows, &cols})))
-      return View{Trans::kNo, std::max<std::int64_t>(c, 1), r * c};
+    const auto b = axis_of(v, batch), r = axis_of(v, rows), c = axis_of(v, cols);
+    if (!b || !r || !c) return std::nullopt;
+    const auto [rn, rs] = *r;
+    const auto [cn, cs] = *c;
+    const std::int64_t batch_stride = b->first > 1 ? b->second : rn * cn;
+    if (rn == 1 || rs == 1) {  // column-major: X(i, j) at j ld + i, stored as its transpose
+      const std::int64_t ld = cn > 1 ? cs : std::max<std::int64_t>(rn, 1);
+      if (ld >= rn) return View{Trans::kYes, ld, batch_stride};
+    }
+    if (cn == 1 || cs == 1) {  // row-major: X(i, j) at i ld + j
+      const std::int64_t ld = rn > 1 ? rs : std::max<std::int64_t>(cn, 1);
+      if (ld >= cn) return View{Trans::kNo, ld, batch_stride};
+    }
     return std::nullopt;
   }
 
