@@ -1,9 +1,10 @@
 // CountingTropical on device memory: counting.cpp's run queued on a stream. The value program runs on (values,
-// counts) pairs, each array at the same offsets of its own region; copies by the permute kernel (twice: values,
-// then counts), products by gemm_batched_counting, the ones (0, 1) by fills. A slice after the first writes its
-// part next to a copy of the output so far, and one counting product of a row of two ones by that 2 x output
-// matrix merges them into the output on the device (the larger value, the counts of equal values summed:
-// tropical.counting_einsum's merge), so that a run with a workspace is stream operations a CUDA graph captures.
+// counts) pairs, each array at the same offsets of its own region; copies by the permute kernel (one launch for
+// both inside the workspace, else values then counts), products by gemm_batched_counting, the ones (0, 1) by
+// fills. A slice after the first writes its part next to a copy of the output so far, and one counting product
+// of a row of two ones by that 2 x output matrix merges them into the output on the device (the larger value,
+// the counts of equal values summed: tropical.counting_einsum's merge), so that a run with a workspace is stream
+// operations a CUDA graph captures.
 
 #include <memory>
 
@@ -25,6 +26,19 @@ CountingMatrix<const T> pair_at(const Memory& values, const Memory& counts, cons
                                 std::int64_t stride) {
   return {reinterpret_cast<const T*>(values.at(w)), ld, reinterpret_cast<const T*>(counts.at(w)), ld, stride,
           stride};
+}
+
+/// True if w lies in the workspace, where the counts lie workspace_elements after the values.
+bool in_workspace(const Where& w) { return w.space == Space::kWorkspace || w.space == Space::kOnes; }
+
+/// A copy inside the workspace for the values and the counts at once: an outer axis of two, workspace_elements
+/// apart on both sides (one launch instead of two).
+CopyStep both(const CopyStep& c, std::int64_t workspace_elements) {
+  CopyStep out = c;
+  out.size.insert(out.size.begin(), 2);
+  out.src_stride.insert(out.src_stride.begin(), workspace_elements);
+  out.dst_stride.insert(out.dst_stride.begin(), workspace_elements);
+  return out;
 }
 
 /// One array's merge region: the row of two ones, then the output so far and the slice's part.
@@ -70,6 +84,10 @@ void queue_counting(const EinsumProgram& plan, std::span<const void* const> valu
                           reinterpret_cast<std::byte*>(first ? out_counts : mc.so_far() + out), eb, &index};
     for (const Step& step : program.steps) {
       if (const auto* c = std::get_if<CopyStep>(&step)) {
+        if (in_workspace(c->src) && in_workspace(c->dst)) {
+          backend.copy(both(*c, program.workspace_elements), memory_v.at(c->src), memory_v.at(c->dst));
+          continue;
+        }
         backend.copy(*c, memory_v.at(c->src), memory_v.at(c->dst));
         backend.copy(*c, memory_c.at(c->src), memory_c.at(c->dst));
         continue;
