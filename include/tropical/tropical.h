@@ -423,14 +423,15 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_host_counting(const void* 
                                                                     void* out_counts, void* workspace);
 
 /** tropical_einsum_plan_run_host on device memory, queued on `stream` (operands, output and workspace on one
- * device; `operands` itself is a host array of device pointers). workspace NULL: allocated and freed after
- * waiting for the stream. */
+ * device, each checked inside its allocation before anything is queued; `operands` itself is a host array of
+ * device pointers). workspace NULL: allocated and freed after waiting for the stream (refused while the stream
+ * is being captured into a CUDA graph). */
 TROPICAL_API tropical_status tropical_einsum_plan_run(const void* plan, const void* const* operands, void* output,
                                                       void* workspace, void* stream);
 
 /** tropical_einsum_plan_run_host_argmax on device memory (operands, output and workspace; assignment is host
- * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written.
- * workspace: the plan's argmax bytes of device memory, or NULL. */
+ * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written
+ * (refused while the stream is being captured). workspace: the plan's argmax bytes of device memory, or NULL. */
 TROPICAL_API tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
                                                              int64_t* assignment, void* workspace, void* stream);
 
