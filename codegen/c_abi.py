@@ -95,6 +95,9 @@ EINSUM = {
     "tropical_einsum_plan_run_argmax": ("tropical_status", "const void* plan, const void* const* operands, "
                                                            "void* output, int64_t* assignment, void* workspace, "
                                                            "void* stream"),
+    "tropical_einsum_plan_run_counting": ("tropical_status", "const void* plan, const void* const* values, "
+                                                             "const void* const* counts, void* out_values, "
+                                                             "void* out_counts, void* workspace, void* stream"),
 }
 
 # Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every

@@ -121,6 +121,10 @@ void einsum_argmax_host(const EinsumProgram& plan, const EinsumKernels& kernels,
 void einsum_counting_host(const EinsumProgram& plan, std::size_t element_bytes,
                           std::span<const void* const> values, std::span<const void* const> counts,
                           void* out_values, void* out_counts, void* workspace, int threads);
+/// Queues plan over CountingTropical on a stream (see einsum_counting).
+void einsum_counting_device(const EinsumProgram& plan, std::size_t element_bytes,
+                            std::span<const void* const> values, std::span<const void* const> counts,
+                            void* out_values, void* out_counts, void* workspace, CUstream stream);
 /// Runs plan on device memory with the assignment traced back on the host (see einsum_argmax).
 void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                           std::span<const void* const> operands, void* output, std::int64_t* assignment,
@@ -161,11 +165,9 @@ class EinsumPlan {
   std::vector<int> reduced_labels() const;
   /// Bytes of workspace an argmax run over elements of element_bytes bytes needs (every step's argmax kept).
   std::size_t argmax_workspace_bytes(std::size_t element_bytes) const;
-  /// Bytes of workspace a CountingTropical run over elements of element_bytes bytes needs (values and
-  /// counts).
-  std::size_t counting_workspace_bytes(std::size_t element_bytes) const {
-    return 2 * workspace_bytes(element_bytes);
-  }
+  /// Bytes of workspace a CountingTropical run (host or device) over elements of element_bytes bytes needs:
+  /// values and counts, and for a sliced plan the device run's region where slices are merged.
+  std::size_t counting_workspace_bytes(std::size_t element_bytes) const;
   /// The program (for the library's runners).
   const detail::EinsumProgram& program() const { return *program_; }
 
@@ -212,10 +214,24 @@ void einsum_counting_host(const EinsumPlan& plan, std::span<const T* const> valu
   detail::einsum_counting_host(plan.program(), sizeof(T), v, c, out_values, out_counts, workspace, threads);
 }
 
+/// einsum_counting_host on device arrays, queued on `stream` (einsum's conventions): the same bits. Slices
+/// after the first are merged on the device. workspace: at least counting_workspace_bytes(sizeof(T)) bytes of
+/// device memory (then only stream operations a CUDA graph can capture are queued), or null (allocated, and the
+/// stream waited for; refused under stream capture). Throws as tropical::gemm_batched_counting does.
+template <CountingElement T>
+void einsum_counting(const EinsumPlan& plan, std::span<const T* const> values, std::span<const T* const> counts,
+                     T* out_values, T* out_counts, void* workspace = nullptr, CUstream stream = nullptr) {
+  std::vector<const void*> v(values.begin(), values.end()), c(counts.begin(), counts.end());
+  detail::einsum_counting_device(plan.program(), sizeof(T), v, c, out_values, out_counts, workspace, stream);
+}
+
 /// Queues the contraction of plan over S on device arrays on `stream` (gemm.hpp's conventions: every
-/// pointer memory of one device, work queued and not waited for). workspace: at least
-/// workspace_bytes(sizeof(T)) bytes of device memory, or null (then one allocation is made and freed after
-/// the stream's work, which waits for it). Throws as tropical::gemm_batched does.
+/// pointer memory of one device, work queued and not waited for; every operand, the output and a given
+/// workspace are checked to lie inside allocations of the stream's device before anything is queued).
+/// workspace: at least workspace_bytes(sizeof(T)) bytes of device memory (then only stream operations a CUDA
+/// graph can capture are queued), or null (then one allocation is made and freed after the stream's work,
+/// which waits for it: InvalidArgument while the stream is being captured). Throws as tropical::gemm_batched
+/// does.
 template <Semiring S, Element T>
 requires kSupported<S, T>
 void einsum(const EinsumPlan& plan, std::span<const T* const> operands, T* output, void* workspace = nullptr,
@@ -226,7 +242,8 @@ void einsum(const EinsumPlan& plan, std::span<const T* const> operands, T* outpu
 
 /// einsum on device arrays with einsum_argmax_host's assignment (host memory), traced back on the host from
 /// every step's argmax kept on the device (a scalar output reads one element of each, a larger one copies
-/// them all); waits for the stream and returns with the output and the assignment written. workspace: at
+/// them all); waits for the stream and returns with the output and the assignment written, so it throws
+/// InvalidArgument, queuing nothing, while the stream is being captured into a CUDA graph. workspace: at
 /// least argmax_workspace_bytes(sizeof(T)) bytes of device memory, or null (allocated per call).
 template <Semiring S, Element T>
 requires kSupported<S, T>

@@ -375,9 +375,9 @@ TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, i
  * immutable once made: it may be run from several threads at once, each with its own workspace. */
 
 /** Plans an einsum of `count` operands over (semiring, dtype) (TROPICAL_COUNTING: f32 or f64, run by
- * tropical_einsum_plan_run_host_counting): operand i has ranks[i] axes, whose labels (0 to INT_MAX) and
- * extents come next in `labels` and `shapes` (the operands' one after another); the output has output_rank
- * labels `output` (row-major in that order). path: path_length steps of two positions in the list of
+ * tropical_einsum_plan_run_host_counting or tropical_einsum_plan_run_counting): operand i has ranks[i] axes,
+ * whose labels (0 to INT_MAX) and extents come next in `labels` and `shapes` (the operands' one after another);
+ * the output has output_rank labels `output` (row-major in that order). path: path_length steps of two positions in the list of
  * remaining operands (opt_einsum's format; (i, -1): a step of one operand; NULL and 0: the greedy order).
  * memory_limit: the most elements an intermediate may have (0: none). *plan receives the handle (free it with tropical_einsum_plan_destroy). */
 TROPICAL_API tropical_status tropical_einsum_plan_create(tropical_semiring semiring, tropical_dtype dtype, size_t count,
@@ -399,8 +399,8 @@ TROPICAL_API tropical_status tropical_einsum_plan_info(const void* plan, double*
  * a one-operand plan's one step is (0, -1), which tropical_einsum_plan_create takes back. */
 TROPICAL_API tropical_status tropical_einsum_plan_path(const void* plan, int64_t* path);
 
-/** The bytes of workspace a run needs (a counting plan's: values and counts), and an argmax run's (every step's
- * argmax kept). */
+/** The bytes of workspace a run needs (a counting plan's, host or device: values and counts, and where a device
+ * run merges slices), and an argmax run's (every step's argmax kept). */
 TROPICAL_API tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* bytes,
                                                                   size_t* argmax_bytes);
 
@@ -423,16 +423,26 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_host_counting(const void* 
                                                                     void* out_counts, void* workspace);
 
 /** tropical_einsum_plan_run_host on device memory, queued on `stream` (operands, output and workspace on one
- * device; `operands` itself is a host array of device pointers). workspace NULL: allocated and freed after
- * waiting for the stream. */
+ * device, each checked inside its allocation before anything is queued; `operands` itself is a host array of
+ * device pointers). workspace NULL: allocated and freed after waiting for the stream (refused while the stream
+ * is being captured into a CUDA graph). */
 TROPICAL_API tropical_status tropical_einsum_plan_run(const void* plan, const void* const* operands, void* output,
                                                       void* workspace, void* stream);
 
 /** tropical_einsum_plan_run_host_argmax on device memory (operands, output and workspace; assignment is host
- * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written.
- * workspace: the plan's argmax bytes of device memory, or NULL. */
+ * memory): queued on `stream`, waited for, and traced back on the host; returns with everything written
+ * (refused while the stream is being captured). workspace: the plan's argmax bytes of device memory, or NULL. */
 TROPICAL_API tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
                                                              int64_t* assignment, void* workspace, void* stream);
+
+/** tropical_einsum_plan_run_host_counting on device memory, queued on `stream` (values, counts, out_values,
+ * out_counts and workspace on one device; `values` and `counts` are host arrays of device pointers): the same
+ * results, slices merged on the device. workspace: the plan's workspace bytes of device memory (then only stream
+ * operations a CUDA graph can capture are queued), or NULL (allocated and freed after waiting for the stream;
+ * refused while the stream is being captured). */
+TROPICAL_API tropical_status tropical_einsum_plan_run_counting(const void* plan, const void* const* values,
+                                                               const void* const* counts, void* out_values,
+                                                               void* out_counts, void* workspace, void* stream);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,8 @@
 planner's tree handed over as a path with the memory limit (the library slices the same labels); NumPy operands
 contracted by the C++ program on the CPU backend, torch CUDA tensors and CuPy arrays by the same program queued
 on the framework's current stream, with its workspace taken from the framework's allocator; the argmax traced
-back by the library. The same bits as the Python executor, which stays for CPU tensors, bool operands, counting
-on a GPU, autograd and torch.compile."""
+back by the library; CountingTropical on (values, counts) pairs the same way. The same bits as the Python executor,
+which stays for CPU tensors, bool operands, autograd and torch.compile."""
 
 import ctypes
 import sys
@@ -28,12 +28,12 @@ def _kind(first):
 
 def usable(operands, plan, semiring):
     """True if the operands are NumPy arrays, torch CUDA tensors or CuPy arrays of one dtype the library's plans
-    take (bool goes the Python way; counting runs on the CPU backend only) on one device, and the library's plan
-    slices as the Python one (the same tree and limit do)."""
+    take (bool goes the Python way) on one device, and the library's plan slices as the Python one (the same tree
+    and limit do)."""
     first = operands[0]
     kind = _kind(first)
     dtype = str(first.dtype).replace("torch.", "")
-    if kind is None or dtype not in _NATIVE_DTYPES or (semiring == "counting" and kind != "numpy"):
+    if kind is None or dtype not in _NATIVE_DTYPES:
         return False
     if kind == "numpy":
         if not all(type(x) is type(first) and x.dtype == first.dtype for x in operands):
@@ -189,10 +189,19 @@ def contract_argmax(plan, operands, semiring):
 
 
 def contract_counting(plan, values, counts):
-    """(values, counts) of counting_einsum on NumPy (values, counts) operands of float32 or float64."""
+    """(values, counts) of counting_einsum on (values, counts) operands of float32 or float64: arrays of the operands'
+    kind (on a GPU framework's, queued on its current stream with its allocator's workspace)."""
     import numpy
-    dtype = str(values[0].dtype)
+    dtype = str(values[0].dtype).replace("torch.", "")
     handle = _handle(plan, "counting", dtype)
+    if _on_device(values):
+        v_run, c_run = _Device(values), _Device(counts)
+        out_values, out_counts = v_run.empty(handle.output_shape), v_run.empty(handle.output_shape)
+        workspace = v_run.bytes(handle.workspace_bytes)
+        _lib.check(handle._dll.tropical_einsum_plan_run_counting(
+            handle.handle, ctypes.addressof(v_run.pointers), ctypes.addressof(c_run.pointers),
+            v_run.address(out_values), v_run.address(out_counts), v_run.address(workspace), v_run.stream))
+        return out_values, out_counts
     v_arrays, v_pointers = _pointers(values)
     c_arrays, c_pointers = _pointers(counts)
     out_values = numpy.empty(handle.output_shape, values[0].dtype)

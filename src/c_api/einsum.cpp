@@ -37,7 +37,8 @@ const Plan& plan_of(const void* plan) {
 template <class F>
 void with_plan_types(const Plan& p, F&& f) {
   if (p.semiring == TROPICAL_COUNTING) {
-    invalid("a counting plan runs with tropical_einsum_plan_run_host_counting (values and counts)");
+    invalid("a counting plan runs with tropical_einsum_plan_run_host_counting or tropical_einsum_plan_run_counting "
+            "(values and counts)");
   }
   with_types(p.semiring, p.dtype, tropical::Op::kGemmBatched, f);
 }
@@ -219,6 +220,22 @@ tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* co
       tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
       tropical::einsum_argmax<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment, workspace,
                                     static_cast<CUstream>(stream));
+    });
+  });
+}
+
+tropical_status tropical_einsum_plan_run_counting(const void* plan, const void* const* values,
+                                                  const void* const* counts, void* out_values, void* out_counts,
+                                                  void* workspace, void* stream) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    if (p.semiring != TROPICAL_COUNTING) invalid("the plan was not made for TROPICAL_COUNTING");
+    const std::vector<const void*> v = operands_of(p, values), c = operands_of(p, counts);
+    tropical::c_api::with_counting_type(p.dtype, [&]<class T>() {
+      tropical::c_api::check_aligned<T>(
+          {{out_values, "out_values"}, {out_counts, "out_counts"}, {workspace, "workspace"}});
+      tropical::einsum_counting<T>(p.plan, typed<T>(v), typed<T>(c), static_cast<T*>(out_values),
+                                   static_cast<T*>(out_counts), workspace, static_cast<CUstream>(stream));
     });
   });
 }

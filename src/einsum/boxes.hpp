@@ -9,7 +9,7 @@ namespace tropical::einsum_detail {
 
 /// One launch's part of a strided copy: at most kMaxBoxRank axes (rank >= 1), starting at element offsets of
 /// the copy's source and destination.
-inline constexpr int kMaxBoxRank = 32;  // the permute kernel's (src/permute.hpp; checked in device.cpp)
+inline constexpr int kMaxBoxRank = 32;  // the permute kernel's (src/permute.hpp; checked in device_backend.cpp)
 
 struct Box {
   std::int64_t src_offset = 0, dst_offset = 0;

@@ -1,17 +1,14 @@
-// The device runner: strided copies by the library's permute kernel, products by gemm_batched's kernels, the
-// ones by byte memsets (stream operations a CUDA graph can capture: no host-to-device copy).
+// The device runners of plain and argmax runs (device_backend.hpp's steps): every pointer checked to be memory
+// of the run's device, and a run that would wait or allocate refused under stream capture, before anything is
+// queued.
 
-#include <cstring>
 #include <memory>
 #include <vector>
 
-#include "boxes.hpp"
-#include "permute.hpp"
-#include "run.hpp"
+#include "device_backend.hpp"
 #include "trace.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
-#include "tropical/gemm.hpp"
 #include "tropical/jit/driver.hpp"
 
 namespace tropical::detail {
@@ -19,76 +16,23 @@ namespace tropical::detail {
 namespace {
 
 namespace driver = jit::driver;
-static_assert(einsum_detail::kMaxBoxRank == kMaxPermuteRank, "a box is one launch of the permute kernel");
-
-class DeviceBackend final : public einsum_detail::Backend {
- public:
-  DeviceBackend(const EinsumKernels& kernels, CUstream stream) : kernels_(kernels), stream_(stream) {}
-
-  void copy(const einsum_detail::CopyStep& c, const void* src, void* dst) override {
-    const auto eb = static_cast<std::int64_t>(kernels_.element_bytes);
-    for (const einsum_detail::Box& b : einsum_detail::split(c)) {
-      StridedCopy box{};
-      box.rank = b.rank;
-      for (int i = 0; i < b.rank; ++i) {
-        box.size[i] = b.size[i];
-        box.src_stride[i] = b.src_stride[i];
-        box.dst_stride[i] = b.dst_stride[i];
-      }
-      permute(kernels_.element_bytes, static_cast<const std::byte*>(src) + b.src_offset * eb,
-              static_cast<std::byte*>(dst) + b.dst_offset * eb, box, stream_);
-    }
-  }
-
-  void product(const Product<void>& p) override {
-    // A product that keeps its argmax (an argmax run's steps) takes the argmax kernel: the plain one would leave
-    // the argmax unwritten.
-    launch_gemm_batched(p.argmax ? kernels_.batched_argmax : kernels_.batched, p, kernels_.element_bytes, stream_);
-  }
-
-  void fill(void* dst, const void* one, std::int64_t count) override {
-    const std::size_t eb = kernels_.element_bytes;
-    const auto ptr = reinterpret_cast<CUdeviceptr>(dst);
-    unsigned char bytes[8];
-    std::memcpy(bytes, one, eb);
-    driver::check(driver::api().cuMemsetD8Async(ptr, 0, count * eb, stream_), "cuMemsetD8Async");
-    for (std::size_t j = 0; j < eb; ++j) {
-      if (bytes[j] == 0)
-        continue;  // byte j of every element: a column one byte wide at a pitch of one element
-      driver::check(driver::api().cuMemsetD2D8Async(ptr + j, eb, bytes[j], 1, count, stream_),
-                    "cuMemsetD2D8Async");
-    }
-  }
-
- private:
-  const EinsumKernels& kernels_;
-  CUstream stream_;
-};
-
-/// The device of the output (the run's): the permutes launch in the current context, the products check every
-/// pointer against it.
-int device_of(const void* output) {
-  int device = 0;
-  if (driver::api().cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                          reinterpret_cast<CUdeviceptr>(output)) != CUDA_SUCCESS) {
-    throw InvalidArgument("tropical: the einsum output is not device memory");
-  }
-  return device;
-}
-
-/// Waits for `stream` when it goes out of scope (an exception's way out included) if `active`: a workspace the
-/// run allocated must not be freed while steps queued on it may still run. Its error is ignored (the run's own
-/// error, or the explicit wait before it, reports).
-struct WaitOnExit {
-  CUstream stream;
-  bool active;
-  ~WaitOnExit() {
-    if (active) driver::api().cuStreamSynchronize(stream);
-  }
-};
+using einsum_detail::DeviceBackend;
+using einsum_detail::RunDevices;
+using einsum_detail::WaitOnExit;
 
 void to_host(void* dst, const void* src, std::size_t bytes) {
   driver::check(driver::api().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+}
+
+/// The device of a run on operands into output (element_bytes each) with `bytes` of a given workspace (null:
+/// none given): every one checked before anything is queued.
+int run_device(const EinsumProgram& plan, std::span<const void* const> operands, const void* output,
+               std::size_t element_bytes, const void* workspace, std::size_t bytes, CUstream stream) {
+  RunDevices devices;
+  devices.add_operands(plan, operands, element_bytes, "einsum operand");
+  devices.add(output, static_cast<std::size_t>(plan.output_size) * element_bytes, "the einsum output");
+  if (workspace != nullptr) devices.add(workspace, bytes, "the einsum workspace");
+  return devices.device(stream);
 }
 
 }  // namespace
@@ -103,10 +47,11 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   const std::int64_t out = plan.output_size;
   const std::size_t rows = plan.network.labels.size() - plan.network.output.size();
   if (rows > 0 && assignment == nullptr) throw InvalidArgument("tropical: the einsum assignment is null");
-  const int device = device_of(output);
-  driver::ScopedContext context(device);
   const std::size_t region = argmax_region(program, eb);
   const std::size_t bytes = argmax_bytes(program, eb);
+  const int device = run_device(plan, operands, output, eb, workspace, bytes, stream);
+  driver::ScopedContext context(device);
+  refuse_under_capture(stream, "reads every step's argmax back to the host (an argmax run waits for the stream)");
   std::unique_ptr<DeviceBuffer<std::byte>> owned;
   if (workspace == nullptr) owned = std::make_unique<DeviceBuffer<std::byte>>(bytes, device);
   const WaitOnExit wait{stream, owned != nullptr};
@@ -154,14 +99,16 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream) {
   einsum_detail::check_pointers(plan, operands, output, workspace == nullptr ? &plan : workspace);
-  const int device = device_of(output);
+  const std::size_t bytes = static_cast<std::size_t>(plan.program.workspace_elements) * kernels.element_bytes;
+  const int device = run_device(plan, operands, output, kernels.element_bytes, workspace, bytes, stream);
   driver::ScopedContext context(device);
   DeviceBackend backend(kernels, stream);
-  const std::size_t bytes = static_cast<std::size_t>(plan.program.workspace_elements) * kernels.element_bytes;
   if (workspace != nullptr || bytes == 0) {
     einsum_detail::run(plan, kernels, backend, operands, output, workspace);
     return;
   }
+  einsum_detail::refuse_under_capture(stream, "has no workspace: pass one of workspace_bytes() (a run allocates "
+                                              "its own and waits for the stream to free it)");
   DeviceBuffer<std::byte> owned(bytes, device);
   const WaitOnExit wait{stream, true};
   einsum_detail::run(plan, kernels, backend, operands, output, owned.get());

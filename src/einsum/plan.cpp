@@ -85,6 +85,10 @@ std::size_t EinsumPlan::workspace_bytes(std::size_t element_bytes) const {
   return static_cast<std::size_t>(program_->program.workspace_elements) * element_bytes;
 }
 
+std::size_t EinsumPlan::counting_workspace_bytes(std::size_t element_bytes) const {
+  return einsum_detail::counting_bytes(program_->program, program_->output_size, element_bytes);
+}
+
 std::vector<int> EinsumPlan::reduced_labels() const {
   std::vector<int> out;
   const auto& net = program_->network;

@@ -232,21 +232,25 @@ class Compiler {
     std::vector<int> kept, reduced;
     for (int label : v.labels) (keep.test(label) ? kept : reduced).push_back(label);
     if (reduced.empty()) return v;
-    // The reduction inside one operand: (kept x reduced) (x) a column of ones, one product.
+    // The reduction inside one operand, as one product written transposed: a row of ones (x) (reduced x kept),
+    // one row of kept columns (the grid's rows are limited, its columns are not; the argmax's layout, one per
+    // kept index, is the same).
     std::optional<Value> scratch;
     const auto [at, how] = matrix(v, {}, kept, reduced, scratch);
     Value out = make(kept, is_root && kept == net_.output);
-    const std::int64_t m = product_of(kept), k = product_of(reduced);
+    const std::int64_t n = product_of(kept), k = product_of(reduced);
     ones_count = std::max(ones_count, k);
     ProductStep step;
-    step.a = at;
-    step.ta = how.trans;
-    step.lda = how.ld;
-    step.b.space = Space::kOnes;
+    step.a.space = Space::kOnes;
+    step.lda = k;
+    step.b = at;
+    step.tb = how.trans == Trans::kYes ? Trans::kNo : Trans::kYes;
+    step.ldb = how.ld;
     step.c = out.at;
-    step.m = m;
+    step.m = 1;
     step.k = k;
-    step.n = 1;
+    step.n = n;
+    step.ldc = n;
     step.argmax = trace_node(leaf, kept, reduced);
     steps.push_back(std::move(step));
     if (scratch) release(*scratch);
@@ -371,6 +375,7 @@ Program compile(const Network& net, const Problem& problem, const Tree& tree, co
   if (slices > 1) {
     program.part_offset = base;
     base += (output_size + kAlign - 1) / kAlign * kAlign;
+    if (base > kMaxWorkspaceElements) too_large(base);  // the ones and the part alone
   }
   Compiler c(net, sliced, base);
   c.traced.resize(tree.root() + 1);

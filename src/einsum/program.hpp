@@ -78,6 +78,32 @@ inline std::size_t argmax_bytes(const Program& program, std::size_t element_byte
   return argmax_region(program, element_bytes) + static_cast<std::size_t>(program.argmax_count) * sizeof(std::int32_t);
 }
 
+/// Where a CountingTropical run's merge region starts (bytes from the workspace's start): after the values' and
+/// the counts' workspaces (workspace_elements each), 256-byte aligned.
+inline std::size_t counting_merge_region(const Program& program, std::size_t element_bytes) {
+  return (2 * static_cast<std::size_t>(program.workspace_elements) * element_bytes + 255) / 256 * 256;
+}
+
+/// Elements of one array's merge region in a device CountingTropical run of a sliced program (0 for one slice):
+/// a row of two ones, then the output so far and the slice's part, a 2 x output_size matrix that one counting
+/// product by the row merges (the larger value, the counts of equal ones summed).
+inline std::int64_t counting_merge_elements(const Program& program, std::int64_t output_size) {
+  return program.part_offset >= 0 ? 2 + 2 * output_size : 0;
+}
+
+/// Bytes from one array's merge region to the next (the counts' after the values'), 256-byte aligned.
+inline std::size_t counting_merge_pitch(const Program& program, std::int64_t output_size, std::size_t element_bytes) {
+  return (static_cast<std::size_t>(counting_merge_elements(program, output_size)) * element_bytes + 255) / 256 * 256;
+}
+
+/// The bytes a CountingTropical run's workspace needs: values and counts (workspace_elements each), then for a
+/// sliced program the merge regions of both from counting_merge_region.
+inline std::size_t counting_bytes(const Program& program, std::int64_t output_size, std::size_t element_bytes) {
+  const std::size_t pitch = counting_merge_pitch(program, output_size, element_bytes);
+  if (pitch == 0) return 2 * static_cast<std::size_t>(program.workspace_elements) * element_bytes;
+  return counting_merge_region(program, element_bytes) + 2 * pitch;
+}
+
 /// The box with size-1 axes dropped and neighbouring axes merged where both strides allow.
 void coalesce(CopyStep& copy);
 

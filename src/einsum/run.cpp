@@ -68,9 +68,13 @@ void run_slice(const Program& program, Backend& backend, const Memory& memory) {
 
 void merge(const detail::EinsumKernels& kernels, Backend& backend, const void* part, void* output,
            std::int64_t output_size, const void* ones) {
-  // output_size x 1 times the 1 x 1 one, C read: C = part (+) C.
-  backend.product(Product<void>{
-      {part, output_size, 1, 1}, {ones, 1, 1, 1}, {output, output_size, 1, 1}, {}, kernels.accumulate, 1});
+  // The 1 x 1 one times part as one row, C read: C = part (+) C (a row: the grid's columns are not limited).
+  backend.product(Product<void>{{ones, 1, 1, 1},
+                                {part, 1, output_size, output_size},
+                                {output, 1, output_size, output_size},
+                                {},
+                                kernels.accumulate,
+                                1});
 }
 
 bool next_slice(const Program& program, std::vector<std::int64_t>& index) {

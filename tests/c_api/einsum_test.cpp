@@ -97,6 +97,44 @@ TEST(CAbiEinsum, bad_networks_and_arguments_are_a_status_and_a_message) {
   tropical_einsum_plan_destroy(ok);
 }
 
+// The device counting run's own checks, all before the device is asked for anything: each bad argument is a
+// status and a message naming it (a host pointer that passes them is refused by the driver's view of memory, or
+// as no driver at all, never run).
+TEST(CAbiEinsum, the_device_counting_run_refuses_bad_arguments_with_a_message) {
+  void* plan = make_plan(TROPICAL_COUNTING, TROPICAL_F64);
+  const double a[6] = {}, b[6] = {};
+  const void* values[] = {a, b};
+  const void* counts[] = {a, b};
+  const void* one_null[] = {a, nullptr};
+  double v[4] = {}, c[4] = {};
+  const auto expect = [](tropical_status status, const char* message) {
+    EXPECT_EQ(status, TROPICAL_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find(message), std::string::npos) << last_error();
+  };
+  expect(tropical_einsum_plan_run_counting(nullptr, values, counts, v, c, nullptr, nullptr), "plan is null");
+  expect(tropical_einsum_plan_run_counting(plan, nullptr, counts, v, c, nullptr, nullptr),
+         "operands array is null");
+  expect(tropical_einsum_plan_run_counting(plan, values, nullptr, v, c, nullptr, nullptr),
+         "operands array is null");
+  expect(tropical_einsum_plan_run_counting(plan, values, one_null, v, c, nullptr, nullptr), "operand 1 is null");
+  expect(tropical_einsum_plan_run_counting(plan, values, counts, v, nullptr, nullptr, nullptr),
+         "the einsum output is null");
+  expect(tropical_einsum_plan_run_counting(plan, values, counts, reinterpret_cast<char*>(v) + 1, c, nullptr,
+                                           nullptr),
+         "not aligned");
+  const tropical_status host = tropical_einsum_plan_run_counting(plan, values, counts, v, c, nullptr, nullptr);
+  EXPECT_TRUE(host == TROPICAL_ERROR_INVALID_ARGUMENT || host == TROPICAL_ERROR_UNAVAILABLE) << last_error();
+  EXPECT_FALSE(last_error().empty());
+  void* maxplus = make_plan(TROPICAL_MAXPLUS, TROPICAL_F64);
+  expect(tropical_einsum_plan_run_counting(maxplus, values, counts, v, c, nullptr, nullptr),
+         "not made for TROPICAL_COUNTING");
+  // And the other way round: the value runs name both counting runs.
+  EXPECT_EQ(tropical_einsum_plan_run(plan, values, v, nullptr, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("tropical_einsum_plan_run_counting"), std::string::npos) << last_error();
+  tropical_einsum_plan_destroy(maxplus);
+  tropical_einsum_plan_destroy(plan);
+}
+
 TEST(CAbiEinsum, a_one_operand_plan_s_path_makes_the_same_plan) {
   // "ij->i": one operand; its path is one step of one position, written (0, -1).
   const int64_t rank[] = {2}, labels[] = {0, 1}, shape[] = {3, 4}, output[] = {0};

@@ -125,5 +125,29 @@ TEST(EinsumCounting, random_networks_count_as_the_brute_force_sliced_or_not_doub
   random_networks_count_as_the_brute_force<double>(100);
 }
 
+TEST(EinsumCounting, the_workspace_holds_values_counts_and_for_a_sliced_plan_the_device_merge) {
+  const std::vector<std::vector<std::int64_t>> shapes = {{3, 4}, {4, 5}, {5, 3}};
+  const EinsumPlan whole("ij,jk,ki->i", shapes);
+  ASSERT_EQ(whole.info().slices, 1);
+  EXPECT_EQ(whole.counting_workspace_bytes(4), 2 * whole.workspace_bytes(4));
+  const EinsumPlan sliced("ij,jk,ki->i", shapes, {whole.info().path, 4});
+  ASSERT_GT(sliced.info().slices, 1);
+  // Values and counts, then per array a row of two ones and a 2 x output matrix (3 elements of output).
+  for (std::size_t eb : {4u, 8u}) {
+    EXPECT_GE(sliced.counting_workspace_bytes(eb), 2 * sliced.workspace_bytes(eb) + 2 * (2 + 2 * 3) * eb);
+  }
+  // The host run works in it as in its own.
+  std::vector<double> a(12, 1.0), b(20, 1.0), c(15, 1.0), ones(20, 1.0);
+  const std::vector<const double*> values = {a.data(), b.data(), c.data()}, counts = {ones.data(), ones.data(),
+                                                                                        ones.data()};
+  std::vector<std::max_align_t> ws(sliced.counting_workspace_bytes(8) / sizeof(std::max_align_t) + 1);
+  std::vector<double> v(3), n(3);
+  einsum_counting_host<double>(sliced, values, counts, v.data(), n.data(), ws.data(), 1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(v[static_cast<std::size_t>(i)], 3.0);
+    EXPECT_EQ(n[static_cast<std::size_t>(i)], 20.0);  // every j and k ties: 4 x 5 configurations
+  }
+}
+
 }  // namespace
 }  // namespace tropical

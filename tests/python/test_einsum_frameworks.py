@@ -63,6 +63,45 @@ def test_torch_counting_einsum_equals_brute_force():
             np.testing.assert_array_equal(c.cpu().numpy(), want_c)
 
 
+def _counting_cases(seed):
+    """(equation, pairs, memory_limit, NumPy's (values, counts)) over random networks, float32 and float64, sliced
+    (a limit of 2 elements) and not."""
+    cases, rng = networks(seed, 15)
+    for equation, shapes in cases:
+        for dtype in ("float32", "float64"):
+            pairs = [(np.asarray(rng.integers(-1, 2, s)).astype(dtype),
+                      np.asarray(rng.integers(0, 3, s)).astype(dtype)) for s in shapes]
+            for limit in (None, 2):
+                try:
+                    want = tropical.counting_einsum(equation, *pairs, memory_limit=limit)
+                except tropical.InvalidArgument:
+                    continue  # the limit cannot be met
+                yield equation, pairs, limit, want
+
+
+def _same_counting(got, want, message, to_numpy):
+    """got (arrays of a GPU framework) holds NumPy's values and counts: the same bits, dtype and shape."""
+    for g, w in zip(got, want):
+        g = to_numpy(g)
+        w = np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, message
+        assert g.tobytes() == w.tobytes(), message
+
+
+def test_torch_cuda_counting_einsum_gives_the_numpy_bits():
+    torch = _torch()
+    if "cuda" not in _torch_devices(torch):
+        pytest.skip("no CUDA device: counting on torch CUDA tensors needs a GPU")
+    sliced = 0
+    for equation, pairs, limit, want in _counting_cases(26):
+        tensors = [(torch.from_numpy(v).cuda(), torch.from_numpy(c).cuda()) for v, c in pairs]
+        got = tropical.counting_einsum(equation, *tensors, memory_limit=limit)
+        assert all(isinstance(x, torch.Tensor) and x.device.type == "cuda" for x in got), equation
+        _same_counting(got, want, f"{equation} limit {limit}", lambda x: x.cpu().numpy())
+        sliced += limit is not None
+    assert sliced > 5
+
+
 def _subgradients(semiring, equation, operands, weights, assignment, result):
     """d(sum(weights * result))/d(operand): each output element's weight routed to the entries of its optimal
     configuration (times the other factors' product for maxmul)."""
@@ -136,3 +175,14 @@ def test_cupy_operands_give_the_numpy_results():
             for label, index in assignment.items():
                 got_index = index if isinstance(index, int) else cupy.asnumpy(index)
                 np.testing.assert_array_equal(got_index, want_assignment[label], err_msg=f"{equation} {label}")
+
+
+def test_cupy_counting_einsum_gives_the_numpy_bits():
+    cupy = pytest.importorskip("cupy")
+    if tropical.device_count() == 0:
+        pytest.skip("CuPy is here but tropical sees no CUDA device: the CuPy einsum tests need a GPU")
+    for equation, pairs, limit, want in _counting_cases(27):
+        arrays = [(cupy.asarray(v), cupy.asarray(c)) for v, c in pairs]
+        got = tropical.counting_einsum(equation, *arrays, memory_limit=limit)
+        assert all(isinstance(x, cupy.ndarray) for x in got), equation
+        _same_counting(got, want, f"{equation} limit {limit}", cupy.asnumpy)
