@@ -896,6 +896,7 @@ def c_enumerator(x):
 # catalog::device_kernel<Op, T, S>() there, which detail::launch_device_op (src/launch.hpp) launches.
 class DeviceOp(enum.Enum):
     PERMUTE = "permute"
+    PERMUTE_BOXED = "permute_boxed"
 
 
 # template: its template (templates/); types (and semirings, or None) it is generated for; launch: the geometry
@@ -961,19 +962,23 @@ def device_op(op, params, **spec):
 # tile a quarter used), they go first and second: blocks of 32 x 16 threads move 64 x 64 tiles of them through
 # shared memory, so that reads and writes are both coalesced. Plain (mode 0), where the destination's fastest axis
 # is a run of at least min_plain_run elements of the source too: it goes first and blocks copy runs of plain_bytes
-# along it (at most 8 elements a thread). Boxed (mode 2), for the rest (many short axes: the intermediates of bond
-# dimension 2): axes 0..inner-1 form a box of
-# at most box_per_thread elements a thread, the destination's and the source's fastest axes taken in turn (the
-# first that does not fit split), each thread's offsets in the box computed once and each of at most box_grid
-# blocks copying a run of consecutive boxes of the other axes (reads of a box's source runs shared through L1). Fitted to 64 registers, 2 blocks of 512 threads per SM, no spill (sm_90,
-# ptxas -v). The other axes come from the block index. Elements are copied as integers of their width: one kernel
-# per width serves every type.
+# along it (at most 8 elements a thread). Both fitted to 64 registers, 2 blocks of 512 threads per SM, no spill
+# (sm_90, ptxas -v); the other axes come from the block index. Boxed, for the rest (many short axes: the
+# intermediates of bond dimension 2), is a kernel of its own (permute_boxed: no shared memory, registers of its
+# own): axes 0..inner-1 form a box of at most box_per_thread elements a thread, the destination's and the source's
+# fastest axes taken in turn (the first that does not fit split), each thread's offsets in the box computed once
+# and each of at most box_grid blocks copying a run of consecutive boxes of the other axes (a box's source runs
+# read whole through L1). Elements are copied as integers of their width: one kernel per width serves every type.
 param_struct("StridedCopy", "A strided copy: dst at index (i_0..i_{rank-1}) = src at that index, each side with "
              "its own element strides; axes below `inner` form the boxed mode's box.",
              "i32 rank inner, i64[32] size src_stride dst_stride")
 device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 mode",
           template="permute.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
           launch={"block_x": 32, "block_y": 16, "tile_m": 64, "tile_n": 64, "smem_bytes": 0, "plain_bytes": 16384,
-                  "min_blocks": 2, "min_tiled_axis": 16, "min_plain_run": 32, "box_per_thread": 8,
-                  "box_grid": 2048},
+                  "min_blocks": 2, "min_tiled_axis": 16, "min_plain_run": 32},
           doc="a strided copy of elements of one width")
+device_op(DeviceOp.PERMUTE_BOXED, "in src, out dst, StridedCopy copy",
+          template="permute_boxed.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
+          launch={"block_x": 256, "block_y": 1, "tile_m": 1, "tile_n": 1, "smem_bytes": 0, "min_blocks": 4,
+                  "box_per_thread": 8, "box_grid": 4096},
+          doc="the strided copy's boxed mode, for many short axes")

@@ -174,7 +174,8 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
   int n = 0;
   // Plain copies runs of the destination's fastest axis: good where that axis is a long run of the source too
   // (whole sectors read and written, several loads in flight a thread). Else a box, unless none fills a quarter.
-  constexpr std::int64_t kBox = G::kBoxPerThread * G::kBlockX * G::kBlockY;
+  using B = catalog::PermuteBoxedGeometry;
+  constexpr std::int64_t kBox = B::kBoxPerThread * B::kBlockX * B::kBlockY;
   const bool plain_runs = rank == 1 || (axes[fast_dst].src == 1 && axes[fast_dst].size >= G::kMinPlainRun);
   BoxChoice box{};
   if (!tiled && !plain_runs) box = choose_box(axes, rank, kBox);
@@ -245,10 +246,22 @@ void permute(std::size_t element_bytes, const void* src, void* dst, const Stride
   const auto& api = jit::driver::api();
   CUdevice device = 0;
   if (api.cuCtxGetDevice(&device) != CUDA_SUCCESS) invalid("permute: no current CUDA context");
-  // One tile (or run) a block; past 2^31 - 1 blocks the kernel loops. Boxed: a grid of at most kBoxGrid blocks,
-  // each locating its threads' elements of the box once for the boxes it loops over.
-  const std::int64_t cap = plan.mode == PermuteMode::kBoxed ? catalog::PermuteGeometry::kBoxGrid : 0x7fffffff;
-  const Grid grid{static_cast<unsigned>(std::min(permute_blocks(plan, element_bytes), cap)), 1, 1};
+  // Boxed: a grid of at most kBoxGrid blocks, each locating its threads' elements of the box once for the run of
+  // boxes it copies. Else one tile (or run) a block; past 2^31 - 1 blocks the kernel loops.
+  if (plan.mode == PermuteMode::kBoxed) {
+    const Grid grid{static_cast<unsigned>(
+                        std::min<std::int64_t>(permute_blocks(plan, element_bytes), catalog::PermuteBoxedGeometry::kBoxGrid)),
+                    1, 1};
+    catalog::PermuteBoxedArgs args{.src = src, .dst = dst, .copy = plan.copy};
+    switch (element_bytes) {
+      case 1: launch_device_op<Op::kPermuteBoxed, std::uint8_t>(device, grid, stream, args); break;
+      case 2: launch_device_op<Op::kPermuteBoxed, std::int16_t>(device, grid, stream, args); break;
+      case 4: launch_device_op<Op::kPermuteBoxed, std::int32_t>(device, grid, stream, args); break;
+      default: launch_device_op<Op::kPermuteBoxed, std::int64_t>(device, grid, stream, args); break;
+    }
+    return;
+  }
+  const Grid grid{static_cast<unsigned>(std::min<std::int64_t>(permute_blocks(plan, element_bytes), 0x7fffffff)), 1, 1};
   catalog::PermuteArgs args{.src = src, .dst = dst, .copy = plan.copy, .mode = static_cast<int>(plan.mode)};
   switch (element_bytes) {
     case 1: launch_device_op<Op::kPermute, std::uint8_t>(device, grid, stream, args); break;

@@ -36,8 +36,14 @@ void check(const Case& c, const char* kernel, std::mt19937_64& rng, std::int64_t
   ASSERT_GT(launch.elements, 0) << c.what;
   const std::int64_t blocks = detail::permute_blocks(launch, sizeof(T));
   const Dim3 grid{static_cast<unsigned>(std::max<std::int64_t>(1, blocks / shrink)), 1, 1};
-  catalog::PermuteArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy, .mode = static_cast<int>(launch.mode)};
-  emulation::launch_kernel(emulation::id_of(kernel), "tuned", {1, 1, 0, 1}, args, &grid);
+  if (launch.mode == PermuteMode::kBoxed) {  // the boxed mode's kernel of the same width
+    const std::string boxed = "tropical_permute_boxed_" + std::string(kernel).substr(std::string("tropical_permute_").size());
+    catalog::PermuteBoxedArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy};
+    emulation::launch_kernel(emulation::id_of(boxed.c_str()), "tuned", {1, 1, 0, 1}, args, &grid);
+  } else {
+    catalog::PermuteArgs args{.src = src.data(), .dst = got.data(), .copy = launch.copy, .mode = static_cast<int>(launch.mode)};
+    emulation::launch_kernel(emulation::id_of(kernel), "tuned", {1, 1, 0, 1}, args, &grid);
+  }
   ASSERT_EQ(got, want) << kernel << " " << c.what << " (mode " << static_cast<int>(launch.mode) << ")";
 }
 
@@ -87,8 +93,8 @@ TEST(EmulatedPermute, sixteen_axes_of_two_shuffled_run_boxed_and_match_the_host_
       EXPECT_EQ(l.mode, PermuteMode::kBoxed) << c.what;
       std::int64_t box = 1;
       for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
-      EXPECT_LE(box, catalog::PermuteGeometry::kBoxPerThread * catalog::PermuteGeometry::kBlockX *
-                         catalog::PermuteGeometry::kBlockY);
+      EXPECT_LE(box, catalog::PermuteBoxedGeometry::kBoxPerThread * catalog::PermuteBoxedGeometry::kBlockX *
+                         catalog::PermuteBoxedGeometry::kBlockY);
       EXPECT_GE(box, 256) << c.what;
     }
     check<float>(c, "tropical_permute_i32", rng, round + 1);
@@ -135,8 +141,8 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_EQ(l.mode, PermuteMode::kBoxed);
   std::int64_t box = 1;
   for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
-  EXPECT_EQ(box, catalog::PermuteGeometry::kBoxPerThread * catalog::PermuteGeometry::kBlockX *
-                     catalog::PermuteGeometry::kBlockY);
+  EXPECT_EQ(box, catalog::PermuteBoxedGeometry::kBoxPerThread * catalog::PermuteBoxedGeometry::kBlockX *
+                     catalog::PermuteBoxedGeometry::kBlockY);
   EXPECT_EQ(l.copy.rank, l.copy.inner + 1);  // the 4096's outer part
   // (a, b, c) -> (b, a, c): c is fastest on both sides: plain, rows of c (long enough to fill a block).
   l = detail::permute_launch(permute_test::permuted({40, 50, 600}, {1, 0, 2}).copy);
