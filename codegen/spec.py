@@ -896,6 +896,7 @@ def c_enumerator(x):
 # catalog::device_kernel<Op, T, S>() there, which detail::launch_device_op (src/launch.hpp) launches.
 class DeviceOp(enum.Enum):
     PERMUTE = "permute"
+    BITS_TRANSPOSE = "bits_transpose"
 
 
 # template: its template (templates/); types (and semirings, or None) it is generated for; launch: the geometry
@@ -970,3 +971,15 @@ device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 tiled",
           launch={"block_x": 32, "block_y": 16, "tile_m": 64, "tile_n": 64, "smem_bytes": 0, "plain_bytes": 16384,
                   "min_blocks": 2, "min_tiled_axis": 16},
           doc="a strided copy of elements of one width")
+
+# The transpose of a bit-packed matrix (tropical/bits.hpp's layout), the closure's step between squarings
+# (src/bits_closure.hpp): dst (cols x rows bits) = src (rows x cols bits) transposed, or ORed with the identity
+# (identity 1: the closure's I or A), its words past the last bit's left alone and its bits past `rows` zero;
+# where count is not null, the set bits written are added to *count (unsigned long long: the matrix's pairs).
+# Blocks of 32 x 8 threads move tiles of tile_m rows x tile_n words (256 x 256 bits) through shared memory (each
+# side's rows read and written as whole 32-byte sectors); each warp transposes the tile's 32 x 32 blocks of one
+# word column by five rounds of shuffles. One tile a block; past 2^31 - 1 tiles the kernel loops.
+device_op(DeviceOp.BITS_TRANSPOSE, "words_in src, out dst, any_out count, i64 rows cols lds ldd, i32 identity",
+          template="bits_transpose.cu.j2", types=(Type.B32,), semirings=None,
+          launch={"block_x": 32, "block_y": 8, "tile_m": 256, "tile_n": 8, "smem_bytes": 0, "min_blocks": 4},
+          doc="the transpose of a bit-packed matrix, optionally ORed with the identity, its pairs counted")
