@@ -5,36 +5,23 @@
 // the GPU runs it, against the CPU backend's closure: the same words and the same number of squarings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "../../src/bits_closure.hpp"
 #include "../../src/bits_transpose.hpp"
+#include "bits_transpose_cases.hpp"
 #include "launch_kernel.hpp"
 #include "tropical/bits.hpp"
 
 namespace tropical {
 namespace {
 
-constexpr std::uint32_t kSentinel = 0xa5a5a5a5u;
-
-/// rows x cols random bits (density p) in rows of ld words, every bit past `cols` set (never read).
-std::vector<std::uint32_t> random_words(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                                        double p) {
-  std::bernoulli_distribution bit(p);
-  std::vector<std::uint32_t> w(static_cast<std::size_t>(rows * ld), ~0u);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t j = 0; j < cols; ++j) {
-      if (!bit(rng)) w[i * ld + j / 32] &= ~(1u << (j % 32));
-    }
-  }
-  return w;
-}
-
-bool bit(const std::vector<std::uint32_t>& w, std::int64_t ld, std::int64_t i, std::int64_t j) {
-  return (w[i * ld + j / 32] >> (j % 32)) & 1u;
-}
+using bits_transpose_test::kSentinel;
+using bits_transpose_test::random_words;
 
 /// Runs the emulated kernel on a grid of the launch's blocks / shrink; returns the count it adds to 0.
 std::uint64_t transpose(std::int64_t rows, std::int64_t cols, const std::uint32_t* src, std::int64_t lds,
@@ -61,18 +48,8 @@ TEST(EmulatedBitsTranspose, equals_the_bitwise_transpose_with_and_without_the_id
     const std::int64_t lds = bits_words(s.cols) + s.pad_src, ldd = bits_words(s.rows) + s.pad_dst;
     const auto src = random_words(rng, s.rows, s.cols, lds, s.p);
     for (const bool identity : {false, true}) {
-      std::vector<std::uint32_t> want(static_cast<std::size_t>(s.cols * ldd), kSentinel);
       std::uint64_t pairs = 0;
-      for (std::int64_t j = 0; j < s.cols; ++j) {
-        for (std::int64_t v = 0; v < bits_words(s.rows); ++v) {
-          std::uint32_t word = 0;
-          for (std::int64_t i = 32 * v; i < std::min(32 * v + 32, s.rows); ++i) {
-            if (bit(src, lds, i, j) || (identity && i == j)) word |= 1u << (i % 32);
-          }
-          want[j * ldd + v] = word;
-          pairs += static_cast<std::uint64_t>(__builtin_popcount(word));
-        }
-      }
+      const auto want = bits_transpose_test::transposed(src, s.rows, s.cols, lds, ldd, identity, &pairs);
       for (const std::int64_t shrink : {1, 3}) {
         std::vector<std::uint32_t> got(want.size(), kSentinel);
         const std::uint64_t count = transpose(s.rows, s.cols, src.data(), lds, got.data(), ldd, identity, shrink);
