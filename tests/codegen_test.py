@@ -299,6 +299,15 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("concept BitsWord = std::is_same_v<T, std::uint32_t>;", self.header)
         self.assertNotIn("std::is_same_v<T, std::uint32_t> ||", self.header)  # not an Element of the scalar semirings
 
+    def test_the_pipelined_bits_tiles_are_candidates_and_the_catalogs_tile_is_not_pipelined(self):
+        self.assertIn("constexpr int kPipelined = 0;", self.fragment("tropical_gemm_bits_b32"))
+        self.assertTrue(spec.BITS_TILES["wide_n_pipelined"].pipelined)
+        self.assertEqual(spec.BITS_TILES["wide_n_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_n"])
+        self.assertEqual(spec.BITS_TILES["wide_m_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_m"])
+        self.assertTrue(spec.bits_launch(spec.BITS_TILES["wide_m_pipelined"])["pipelined"])
+        with self.assertRaises(AssertionError):  # pipelined fragments are ldmatrix's
+            spec.bits_launch(spec.BITS_TILES["narrow_deep"]._replace(pipelined=True))
+
     def test_the_packed_transpose_is_a_device_op_of_one_tier_over_words(self):
         kernels = [k for k in spec.catalog() if k.op == spec.DeviceOp.BITS_TRANSPOSE]
         self.assertEqual([k.name for k in kernels], ["tropical_bits_transpose_b32"])
