@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -115,6 +116,18 @@ TEST(EmulatedBitsClosure, equals_the_cpu_closure_words_and_squarings) {
     EXPECT_EQ(got, want) << "n = " << n;
     EXPECT_EQ(iterations, cpu_iterations) << "n = " << n;
   }
+}
+
+TEST(BitsClosureLoop, stops_after_the_most_squarings_any_n_needs) {
+  // Steps whose counts never settle (a step's bug) end the loop with an error, not an endless wait.
+  std::uint32_t w[8] = {};
+  std::int64_t counted = 0, squares = 0;
+  const auto growing = [&](const std::uint32_t*, std::int64_t, std::uint32_t*, std::int64_t, bool, bool) {
+    return ++counted;
+  };
+  const auto square = [&](const std::uint32_t*, const std::uint32_t*, std::uint32_t*) { ++squares; };
+  EXPECT_THROW(detail::closure_by_squaring(w, 8, w, w, w, 8, growing, square), std::logic_error);
+  EXPECT_EQ(squares, detail::kMaxSquarings);
 }
 
 }  // namespace
