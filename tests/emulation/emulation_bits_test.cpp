@@ -3,7 +3,8 @@
 // the quick tile's and + popc, against the CPU backend's packed product (itself checked against the byte-wise
 // reference by tests/cpu/bits_test.cpp), bit for bit: every output form, odd sizes, padding ones past k,
 // leading dimensions that do and do not allow 128-bit loads, a batch. Also the tuned tier on the other candidate
-// tiles that tests/emulation/meson.build builds (bits_tiles.h: the pipelined fragments), on their own grids.
+// tiles that tests/emulation/meson.build builds (bits_tiles.h: the pipelined fragments), on their own grids, as
+// witness counts.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -60,6 +61,9 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t batch
     cpu::bits_gemm_batched(static_cast<BitsOutput>(output), m, n, k, a.data(), lda, sa, b.data(), ldb, sb,
                            want.data(), ldc, sc, batch);
     for (const Run& run : runs()) {
+      // A candidate tile differs from the catalog's in its main loop alone: its exact counts check that (the
+      // epilogues are the catalog tile's, checked in every form), at a third of the emulation's time.
+      if (run.tile_m != 0 && output != 2) continue;
       std::vector<unsigned char> got(bytes + 4, 0x5a);
       catalog::BitsArgs args{.a = a.data(), .bt = b.data(), .c = got.data(), .m = m, .n = n, .kk = k, .lda = lda,
                              .ldb = ldb, .ldc = ldc, .output = output, .stride_a = sa, .stride_b = sb,
