@@ -745,8 +745,11 @@ STRUCTURED_QUICK_TEMPLATE = {Semiring.COUNTING: COUNTING_QUICK_TEMPLATE,
 # fragments by ldmatrix.x4 (ldmatrix) or by one 128-bit load of a row per lane and two k-steps; blocks taken
 # `group` block rows at a time (0: the grid's order); quick: threads of thread_m x thread_n elements, one stage.
 # Shared rows are XOR-swizzled by 16-byte chunks so that either fragment load hits 32 distinct banks.
+# `pipelined` (ldmatrix only, an even number of k-steps a stage): the next k-step's fragments loaded before this
+# one's mma, across the stage's barrier too (which sits at a stage's last k-step, after its fragments are in
+# registers), and the whole ring in flight (stage s + stages goes into stage s's slot): lab v20/v21.
 BitsTile = collections.namedtuple("BitsTile", "tile_m tile_n stage_words warps_m warps_n thread_m thread_n "
-                                  "min_blocks mma stages ldmatrix group", defaults=(1, False, 0))
+                                  "min_blocks mma stages ldmatrix group pipelined", defaults=(1, False, 0, False))
 # The tuned tile's candidates (tools/bits_lab.cu times each under the variant named; pick by its table).
 # "narrow": the first tile (lab v0): 8 warps of 32 x 64, 128 x 128 blocks, 512 bits x 3 stages, 1 block per
 # SM: 1.14 P at 16384^3 on an H200 as first built (the tensor pipe waiting on the ring); bench/RESULTS.md has the
@@ -764,6 +767,8 @@ BITS_TILES = {
     "wide_m_512": BitsTile(256, 128, 16, 4, 2, 0, 0, 1, True, 8, True, 8),    # lab v10
     "wide_m_16w": BitsTile(256, 128, 32, 4, 4, 0, 0, 1, True, 4, True, 8),    # lab v12: 16 warps of 64 x 32
     "square": BitsTile(128, 128, 16, 2, 2, 0, 0, 2, True, 4, True, 8),        # lab v6: 4 warps of 64 x 64, 2 per SM
+    "wide_m_pipelined": BitsTile(256, 128, 32, 4, 2, 0, 0, 1, True, 4, True, 8, True),  # lab v20
+    "wide_n_pipelined": BitsTile(128, 256, 32, 2, 4, 0, 0, 1, True, 4, True, 8, True),  # lab v21
 }
 BITS_TILE = BITS_TILES["wide_m"]
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
@@ -786,13 +791,15 @@ def bits_launch(tile):
     per = 4 if tile.mma else 1
     assert (tile.tile_m * tile.stage_words) % (per * threads) == 0, tile
     assert (tile.tile_n * tile.stage_words) % (per * threads) == 0, tile
+    assert not tile.pipelined or (tile.ldmatrix and tile.stage_words % 16 == 0 and tile.stages >= 2), tile
     # The ring (A's and B's rows of every stage), within an SM's 227 KB.
     smem = 4 * tile.stages * (tile.tile_m + tile.tile_n) * tile.stage_words if tile.mma else 0
     assert smem <= 227 * 1024, tile
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile.tile_m, "tile_n": tile.tile_n,
             "smem_bytes": smem, "threads": threads, "stage_words": tile.stage_words, "warps_m": tile.warps_m,
             "warps_n": tile.warps_n, "thread_m": tile.thread_m, "thread_n": tile.thread_n,
-            "min_blocks": tile.min_blocks, "stages": tile.stages, "ldmatrix": tile.ldmatrix, "group": tile.group}
+            "min_blocks": tile.min_blocks, "stages": tile.stages, "ldmatrix": tile.ldmatrix, "group": tile.group,
+            "pipelined": tile.pipelined}
 
 
 # ---------------------------------------------------------------- kernel parameters
@@ -897,6 +904,7 @@ def c_enumerator(x):
 class DeviceOp(enum.Enum):
     PERMUTE = "permute"
     PERMUTE_BOXED = "permute_boxed"
+    BITS_TRANSPOSE = "bits_transpose"
 
 
 # template: its template (templates/); types (and semirings, or None) it is generated for; launch: the geometry
@@ -982,3 +990,15 @@ device_op(DeviceOp.PERMUTE_BOXED, "in src, out dst, StridedCopy copy",
           launch={"block_x": 256, "block_y": 1, "tile_m": 1, "tile_n": 1, "smem_bytes": 0, "min_blocks": 4,
                   "box_per_thread": 8, "box_grid": 4096},
           doc="the strided copy's boxed mode, for many short axes")
+
+# The transpose of a bit-packed matrix (tropical/bits.hpp's layout), the closure's step between squarings
+# (src/bits_closure.hpp): dst (cols x rows bits) = src (rows x cols bits) transposed, or ORed with the identity
+# (identity 1: the closure's I or A), its words past the last bit's left alone and its bits past `rows` zero;
+# where count is not null, the set bits written are added to *count (unsigned long long: the matrix's pairs).
+# Blocks of 32 x 8 threads move tiles of tile_m rows x tile_n words (256 x 256 bits) through shared memory (each
+# side's rows read and written as whole 32-byte sectors); each warp transposes the tile's 32 x 32 blocks of one
+# word column by five rounds of shuffles. One tile a block; past 2^31 - 1 tiles the kernel loops.
+device_op(DeviceOp.BITS_TRANSPOSE, "words_in src, out dst, any_out count, i64 rows cols lds ldd, i32 identity",
+          template="bits_transpose.cu.j2", types=(Type.B32,), semirings=None,
+          launch={"block_x": 32, "block_y": 8, "tile_m": 256, "tile_n": 8, "smem_bytes": 0, "min_blocks": 4},
+          doc="the transpose of a bit-packed matrix, optionally ORed with the identity, its pairs counted")

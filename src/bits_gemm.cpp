@@ -1,21 +1,28 @@
 // The packed AndOr launcher (include/tropical/bits.hpp) and the closure on the GPU: every argument checked
 // before any driver call but the device check, then one launch of whichever tier of the catalog's AndOrBits
-// kernel the registry serves.
-
-#include <algorithm>
-#include <vector>
+// kernel the registry serves; the closure's squarings and transposes (src/bits_closure.hpp) all on the device.
 
 #include "bits_checks.hpp"
+#include "bits_closure.hpp"
+#include "bits_transpose.hpp"
 #include "checks.hpp"
 #include "launch.hpp"
 #include "tropical/bits.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
+#include "tropical/jit/driver.hpp"
 
 namespace tropical {
 namespace {
 
 constexpr catalog::KernelId kBitsKernel = catalog::KernelId::kGemmBitsB32;
+
+/// Waits for `stream` on the way out (an error's included): the closure's workspaces must outlive the work
+/// queued on them. Its own error is ignored (the closure's, or its explicit wait, reports).
+struct WaitOnExit {
+  CUstream stream;
+  ~WaitOnExit() { jit::driver::api().cuStreamSynchronize(stream); }
+};
 
 /// The bytes of `batch` matrices of `rows` x `cols` elements of elem_size bytes, rows ld apart.
 detail::Span bits_span(const char* name, const void* ptr, std::int64_t rows, std::int64_t cols,
@@ -64,59 +71,41 @@ void bits_gemm(BitsOutput output, std::int64_t m, std::int64_t n, std::int64_t k
 std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld, CUstream stream) {
   detail::check_size("n", n);
   detail::check_ld("ld", ld, bits_words(n));
-  const std::int64_t extent = detail::check_extent("words", n, ld, bits_words(n));
+  detail::check_extent("words", n, ld, bits_words(n));
   detail::check_pointer("words", words, n == 0);
   if (n == 0) return 0;
   detail::DeviceCheck devices;
   devices.add(bits_span("words", words, n, bits_words(n), ld, 0, 1, 4));
   const int device = devices.device(stream);
-  const std::int64_t w = bits_words(n), lx = bits_ld(n);
-  const std::uint32_t tail = n % 32 == 0 ? ~0u : (1u << (n % 32)) - 1u;
-  // X = I or A on the host, and its transpose (cheap while X is as sparse as the graph).
-  std::vector<std::uint32_t> user(static_cast<std::size_t>(extent));
-  detail::copy_to_host(user.data(), reinterpret_cast<CUdeviceptr>(words), user.size() * 4, device);
-  const std::size_t size = static_cast<std::size_t>(n * lx);
-  std::vector<std::uint32_t> x(size, 0u), xt(size);
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::copy(user.begin() + i * ld, user.begin() + i * ld + w, x.begin() + i * lx);
-    x[i * lx + w - 1] &= tail;
-    x[i * lx + i / 32] |= 1u << (i % 32);
-  }
-  transpose_bits(n, n, x.data(), lx, xt.data(), lx);
-  std::int64_t reached = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < w; ++j) reached += __builtin_popcount(x[i * lx + j]);
-  }
-  DeviceBuffer<std::uint32_t> dx(x, device), dxt(xt, device), dy(size, device), dyt(size, device);
-  // Reachability only grows (X holds I), so a square with as many pairs as its operand is the closure. The
-  // pairs of a square are counted on the GPU, as its product with a column of ones (witness counts: each
-  // row's pairs), so that only n counts cross to the host each step.
-  const DeviceBuffer<std::uint32_t> ones(std::vector<std::uint32_t>(static_cast<std::size_t>(lx), ~0u),
-                                         device);
-  DeviceBuffer<std::int32_t> rows(static_cast<std::size_t>(n), device);
-  const auto pairs = [&](const std::uint32_t* p) {
-    bits_gemm(BitsOutput::kCounts, n, 1, n, p, lx, ones.get(), lx, rows.get(), 1, stream);
-    std::int64_t total = 0;
-    for (const std::int32_t r : rows.download(static_cast<std::size_t>(n))) total += r;
-    return total;
+  const std::int64_t lx = bits_ld(n);
+  const auto size = static_cast<std::size_t>(n * lx);
+  // Every step on the device: the matrix never crosses to the host, only one count a squaring does.
+  const DeviceBuffer<std::uint32_t> x(size, device), xt(size, device), y(size, device);
+  const DeviceBuffer<unsigned long long> counter(1, device);
+  const WaitOnExit wait{stream};
+  jit::driver::ScopedContext context(device);
+  const auto& api = jit::driver::api();
+  const auto counter_ptr = reinterpret_cast<CUdeviceptr>(counter.get());
+  const auto transpose = [&](const std::uint32_t* src, std::int64_t lds, std::uint32_t* dst, std::int64_t ldd,
+                             bool identity, bool counted) -> std::int64_t {
+    if (!counted) {
+      detail::bits_transpose(device, n, n, src, lds, dst, ldd, identity, nullptr, stream);
+      return 0;
+    }
+    jit::driver::check(api.cuMemsetD8Async(counter_ptr, 0, sizeof(unsigned long long), stream), "cuMemsetD8Async");
+    detail::bits_transpose(device, n, n, src, lds, dst, ldd, identity, counter.get(), stream);
+    // The one wait of a squaring: the caller's stream only, not the whole device.
+    jit::driver::check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    unsigned long long pairs = 0;
+    jit::driver::check(api.cuMemcpyDtoH(&pairs, counter_ptr, sizeof pairs), "cuMemcpyDtoH");
+    return static_cast<std::int64_t>(pairs);
   };
-  std::uint32_t *px = dx.get(), *pxt = dxt.get(), *py = dy.get(), *pyt = dyt.get();
-  std::int64_t iterations = 0;
-  for (;;) {
-    // Y = X X needs X's columns as rows (X^T); Y^T = X^T X^T, whose B^T is X: the pair stays square-able.
-    bits_gemm(BitsOutput::kBits, n, n, n, px, lx, pxt, lx, py, lx, stream);
-    ++iterations;
-    const std::int64_t now = pairs(py);
-    if (now == reached) break;
-    reached = now;
-    bits_gemm(BitsOutput::kBits, n, n, n, pxt, lx, px, lx, pyt, lx, stream);
-    std::swap(px, py);
-    std::swap(pxt, pyt);
-  }
-  detail::copy_to_host(x.data(), reinterpret_cast<CUdeviceptr>(px), size * 4, device);
-  for (std::int64_t i = 0; i < n; ++i)
-    std::copy(x.begin() + i * lx, x.begin() + i * lx + w, user.begin() + i * ld);
-  detail::copy_to_device(reinterpret_cast<CUdeviceptr>(words), user.data(), user.size() * 4, device);
+  const auto square = [&](const std::uint32_t* a, const std::uint32_t* at, std::uint32_t* c) {
+    bits_gemm(BitsOutput::kBits, n, n, n, a, lx, at, lx, c, lx, stream);
+  };
+  const std::int64_t iterations =
+      detail::closure_by_squaring(words, ld, x.get(), xt.get(), y.get(), lx, transpose, square);
+  jit::driver::check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
   return iterations;
 }
 

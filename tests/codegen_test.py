@@ -288,7 +288,7 @@ class CodegenTest(unittest.TestCase):
         self.assertNotIn("Pair<CountingTropical", self.header)
 
     def test_packed_andor_kernels_use_and_popc_tensor_cores(self):
-        names = {k.name for k in spec.catalog()}
+        names = {k.name for k in spec.catalog() if k.op not in spec.DEVICE_OPS}
         self.assertEqual(sorted(n for n in names if "_bits_" in n), ["tropical_gemm_bits_b32"])
         tuned, quick = self.fragment("tropical_gemm_bits_b32"), self.fragment("tropical_gemm_bits_b32_quick")
         self.assertIn("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc", tuned)
@@ -298,6 +298,24 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("__popc(ra[i] & rb[j])", quick)
         self.assertIn("concept BitsWord = std::is_same_v<T, std::uint32_t>;", self.header)
         self.assertNotIn("std::is_same_v<T, std::uint32_t> ||", self.header)  # not an Element of the scalar semirings
+
+    def test_the_pipelined_bits_tiles_are_candidates_and_the_catalogs_tile_is_not_pipelined(self):
+        self.assertIn("constexpr int kPipelined = 0;", self.fragment("tropical_gemm_bits_b32"))
+        self.assertTrue(spec.BITS_TILES["wide_n_pipelined"].pipelined)
+        self.assertEqual(spec.BITS_TILES["wide_n_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_n"])
+        self.assertEqual(spec.BITS_TILES["wide_m_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_m"])
+        self.assertTrue(spec.bits_launch(spec.BITS_TILES["wide_m_pipelined"])["pipelined"])
+        with self.assertRaises(AssertionError):  # pipelined fragments are ldmatrix's
+            spec.bits_launch(spec.BITS_TILES["narrow_deep"]._replace(pipelined=True))
+
+    def test_the_packed_transpose_is_a_device_op_of_one_tier_over_words(self):
+        kernels = [k for k in spec.catalog() if k.op == spec.DeviceOp.BITS_TRANSPOSE]
+        self.assertEqual([k.name for k in kernels], ["tropical_bits_transpose_b32"])
+        self.assertIsNone(spec.quick_launch(kernels[0]))
+        text = self.fragment("tropical_bits_transpose_b32")
+        self.assertIn("const unsigned* __restrict__ src, value_t* __restrict__ dst, void* __restrict__ count", text)
+        self.assertIn("__shfl_xor_sync", text)
+        self.assertIn("constexpr int kRows = 256;", text)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,11 @@ void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::i
                        std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
                        CUstream stream = nullptr);
 
-/// cpu::bits_closure on device memory: the squarings run on the GPU (two products a step, X X and its
-/// transpose X^T X^T, so that no transpose is needed), each square's pairs counted on the GPU and compared
-/// with its operand's; waits for the device's work before it starts and returns when the closure is
-/// written. Throws as bits_gemm.
+/// cpu::bits_closure on device memory, every step on the GPU: one product a squaring (X X, given X^T) and a
+/// packed transpose of the square (the next step's X^T), which counts its pairs; only that count crosses to the
+/// host, once a squaring. Queued on `stream` after the work there before it (which may write `words`); returns
+/// when the closure is written. Takes three n x bits_ld(n)-word workspaces of device memory. Throws as
+/// bits_gemm.
 std::int64_t bits_closure(std::int64_t n, std::uint32_t* words, std::int64_t ld, CUstream stream = nullptr);
 
 }  // namespace tropical

@@ -365,8 +365,8 @@ TROPICAL_API tropical_status tropical_bits_gemm_batched(tropical_bits_output out
                                                         const uint32_t* bt, int64_t ldb, int64_t stride_b, void* c,
                                                         int64_t ldc, int64_t stride_c, int64_t batch, void* stream);
 
-/** tropical_cpu_bits_closure on device memory: the products on the GPU; waits for the device's work and returns
- * when the closure is written. */
+/** tropical_cpu_bits_closure on device memory, every step on the GPU (tropical::bits_closure): queued on `stream`
+ * after the work there before it; returns when the closure is written. */
 TROPICAL_API tropical_status tropical_bits_closure(int64_t n, uint32_t* words, int64_t ld, int64_t* iterations,
                                                    void* stream);
 

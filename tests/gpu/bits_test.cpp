@@ -1,6 +1,7 @@
 // The packed AndOr product on a real GPU against the CPU backend's, bit for bit (every output form, odd
 // sizes, k not a multiple of 32 or 256, padding ones past k, aligned and unaligned leading dimensions,
-// batches with a shared operand), and the GPU closure against the CPU one. meson runs it on the tier the
+// batches with a shared operand), the closure's packed transpose against the bitwise one, and the GPU closure
+// against the CPU one (padded rows, the caller's stream). meson runs it on the tier the
 // registry serves, on the quick tier alone (TROPICAL_TIERED=quick) and on the tuned one alone
 // (TROPICAL_TIERED=0). Skips without a GPU.
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "../../src/bits_transpose.hpp"
+#include "../emulation/bits_transpose_cases.hpp"
 #include "tropical/bits.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/jit/driver.hpp"
@@ -83,23 +86,53 @@ TEST_F(BitsGpu, products_equal_the_cpu_backend) {
   }
 }
 
+TEST_F(BitsGpu, the_closures_transpose_equals_the_bitwise_one) {
+  std::mt19937_64 rng(9);
+  struct Shape {
+    std::int64_t rows, cols, pad_src, pad_dst;
+    double p;
+  };
+  for (const Shape& s : {Shape{1, 1, 0, 0, 0.5}, Shape{33, 70, 1, 2, 0.5}, Shape{300, 257, 3, 0, 0.1},
+                         Shape{4099, 700, 0, 5, 0.3}, Shape{700, 4099, 7, 1, 0.01}, Shape{4096, 4096, 0, 0, 0.001}}) {
+    const std::int64_t lds = bits_words(s.cols) + s.pad_src, ldd = bits_words(s.rows) + s.pad_dst;
+    const auto src = bits_transpose_test::random_words(rng, s.rows, s.cols, lds, s.p);
+    const DeviceBuffer<std::uint32_t> dsrc(src);
+    for (const bool identity : {false, true}) {
+      std::uint64_t pairs = 0;
+      const auto want = bits_transpose_test::transposed(src, s.rows, s.cols, lds, ldd, identity, &pairs);
+      DeviceBuffer<std::uint32_t> ddst(std::vector<std::uint32_t>(want.size(), bits_transpose_test::kSentinel));
+      DeviceBuffer<unsigned long long> count(std::vector<unsigned long long>{0});
+      detail::bits_transpose(0, s.rows, s.cols, dsrc.get(), lds, ddst.get(), ldd, identity, count.get(), nullptr);
+      EXPECT_EQ(ddst.download(want.size()), want) << s.rows << " x " << s.cols << " identity " << identity;
+      EXPECT_EQ(count.download(1)[0], pairs) << s.rows << " x " << s.cols << " identity " << identity;
+    }
+  }
+}
+
 TEST_F(BitsGpu, closure_equals_the_cpu_closure) {
   std::mt19937_64 rng(8);
-  for (const auto& [n, degree] :
-       std::vector<std::pair<std::int64_t, double>>{{1, 0.0}, {300, 1.5}, {2000, 1.2}}) {
-    const std::int64_t ld = bits_ld(n);
-    auto words = random_words(rng, n, n, ld, degree / static_cast<double>(n));
+  // A stream of the device's primary context (ordered after the synchronous uploads: not a non-blocking one).
+  const jit::driver::ScopedContext context(0);
+  CUstream stream = nullptr;
+  ASSERT_EQ(jit::driver::api().cuStreamCreate(&stream, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  struct Graph {
+    std::int64_t n;
+    double degree;
+    std::int64_t pad;  // words past bits_ld(n) (or past bits_words(n): -1)
+    bool own_stream;
+  };
+  for (const Graph& g : {Graph{1, 0.0, 0, false}, Graph{300, 1.5, 0, false}, Graph{2000, 1.2, 0, false},
+                         Graph{2000, 1.2, -1, true}, Graph{2600, 1.05, 3, true}}) {
+    const std::int64_t ld = g.pad < 0 ? bits_words(g.n) : bits_ld(g.n) + g.pad;
+    auto words = random_words(rng, g.n, g.n, ld, g.degree / static_cast<double>(g.n));
     DeviceBuffer<std::uint32_t> dw(words);
-    const std::int64_t gpu_iterations = bits_closure(n, dw.get(), ld);
-    const std::int64_t cpu_iterations = cpu::bits_closure(n, words.data(), ld);
-    const auto got = dw.download(words.size());
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t w = 0; w < bits_words(n); ++w) {
-        ASSERT_EQ(got[i * ld + w], words[i * ld + w]) << "n = " << n << ", row " << i << ", word " << w;
-      }
-    }
-    EXPECT_EQ(gpu_iterations, cpu_iterations);
+    const std::int64_t gpu_iterations = bits_closure(g.n, dw.get(), ld, g.own_stream ? stream : nullptr);
+    const std::int64_t cpu_iterations = cpu::bits_closure(g.n, words.data(), ld);
+    // Every word: the closure's, and the padding words past them as they were.
+    EXPECT_EQ(dw.download(words.size()), words) << "n = " << g.n << ", ld = " << ld;
+    EXPECT_EQ(gpu_iterations, cpu_iterations) << "n = " << g.n;
   }
+  jit::driver::api().cuStreamDestroy(stream);
 }
 
 }  // namespace
