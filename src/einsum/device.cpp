@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "device_backend.hpp"
+#include "permute.hpp"
 #include "trace.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
@@ -62,6 +63,45 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   const bool sliced = program.part_offset >= 0;  // one slice: no part, no merge, nothing found to keep
   std::vector<std::int64_t> found(sliced ? rows * out : 0), index(program.slice_extents.size(), 0);
   std::byte* part = sliced ? ws + program.part_offset * static_cast<std::int64_t>(eb) : nullptr;
+  const std::int64_t slices = plan.info.slices;
+  if (sliced && out == 1 && program.argmax_count * sizeof(std::int32_t) >= static_cast<std::size_t>(slices) * eb) {
+    // A scalar: every slice's value first (plain products, each value kept at the argmax region's start), then
+    // only the winning slice (the first of the best, the tie rule of the merge below) again with its argmax,
+    // traced back once.
+    auto* values = reinterpret_cast<std::byte*>(argmax);
+    std::int64_t s = 0;
+    bool first_slice = true;
+    do {
+      std::byte* result = first_slice ? static_cast<std::byte*>(output) : part;
+      run_slice(program, backend, {operands, ws, result, eb, &index, nullptr});
+      permute(eb, result, values + s * eb, StridedCopy{}, stream);  // one element
+      if (!first_slice) merge(kernels, backend, part, output, out, ws);
+      first_slice = false;
+      ++s;
+    } while (next_slice(program, index));
+    driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
+    std::vector<std::byte> host_values(static_cast<std::size_t>(slices) * eb);
+    to_host(host_values.data(), values, host_values.size());
+    std::int64_t best = 0;
+    for (std::int64_t i = 1; i < slices; ++i) {
+      if (kernels.better(host_values.data() + i * eb, host_values.data() + best * eb)) best = i;
+    }
+    for (std::size_t d = index.size(), rest = static_cast<std::size_t>(best); d-- > 0;) {  // the last label fastest
+      index[d] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(program.slice_extents[d]));
+      rest /= static_cast<std::size_t>(program.slice_extents[d]);
+    }
+    run_slice(program, backend, {operands, ws, part, eb, &index, argmax});
+    driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
+    trace_back(
+        plan,
+        [&](std::int64_t i) {
+          std::int32_t k = 0;
+          to_host(&k, argmax + i, sizeof k);
+          return k;
+        },
+        index, assignment);
+    return;
+  }
   std::vector<std::byte> host_part(sliced ? out * eb : 0), host_out(sliced ? out * eb : 0);
   std::vector<std::int32_t> host_argmax;
   bool first = true;
