@@ -770,7 +770,9 @@ BITS_TILES = {
     "wide_m_pipelined": BitsTile(256, 128, 32, 4, 2, 0, 0, 1, True, 4, True, 8, True),  # lab v20
     "wide_n_pipelined": BitsTile(128, 256, 32, 2, 4, 0, 0, 1, True, 4, True, 8, True),  # lab v21
 }
-BITS_TILE = BITS_TILES["wide_m"]
+# The catalog's tile: wide_n_pipelined, through the library on an H200 3.07-3.14 P packed bits and 2.63-2.67 P
+# witness counts at 16384^3 against wide_m's 2.81 / 2.41-2.43 in the same run (bench/RESULTS.md).
+BITS_TILE = BITS_TILES["wide_n_pipelined"]
 BITS_QUICK_TILE = BitsTile(64, 64, 8, 0, 0, 4, 4, 1, False)
 # The quick tile's expected rate, boolean MACs per ns: CUDA cores at 32 booleans an and + popc (a lab
 # run measured 0.51 P for `acc |= a & b` on words), kept well below it so that the model errs towards waiting.
@@ -987,8 +989,8 @@ device_op(DeviceOp.PERMUTE, "in src, out dst, StridedCopy copy, i32 mode",
           doc="a strided copy of elements of one width")
 device_op(DeviceOp.PERMUTE_BOXED, "in src, out dst, StridedCopy copy",
           template="permute_boxed.cu.j2", types=(Type.U8, Type.I16, Type.I32, Type.I64), semirings=None,
-          launch={"block_x": 256, "block_y": 1, "tile_m": 1, "tile_n": 1, "smem_bytes": 0, "min_blocks": 4,
-                  "box_per_thread": 8, "box_grid": 4096},
+          launch={"block_x": 512, "block_y": 1, "tile_m": 1, "tile_n": 1, "smem_bytes": 0, "min_blocks": 2,
+                  "box_per_thread": 4, "box_grid": 2048},
           doc="the strided copy's boxed mode, for many short axes")
 
 # The transpose of a bit-packed matrix (tropical/bits.hpp's layout), the closure's step between squarings

@@ -299,8 +299,9 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("concept BitsWord = std::is_same_v<T, std::uint32_t>;", self.header)
         self.assertNotIn("std::is_same_v<T, std::uint32_t> ||", self.header)  # not an Element of the scalar semirings
 
-    def test_the_pipelined_bits_tiles_are_candidates_and_the_catalogs_tile_is_not_pipelined(self):
-        self.assertIn("constexpr int kPipelined = 0;", self.fragment("tropical_gemm_bits_b32"))
+    def test_the_catalogs_bits_tile_is_pipelined_and_its_unpipelined_twins_are_candidates(self):
+        self.assertIn("constexpr int kPipelined = 1;", self.fragment("tropical_gemm_bits_b32"))
+        self.assertEqual(spec.BITS_TILE, spec.BITS_TILES["wide_n_pipelined"])
         self.assertTrue(spec.BITS_TILES["wide_n_pipelined"].pipelined)
         self.assertEqual(spec.BITS_TILES["wide_n_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_n"])
         self.assertEqual(spec.BITS_TILES["wide_m_pipelined"]._replace(pipelined=False), spec.BITS_TILES["wide_m"])
