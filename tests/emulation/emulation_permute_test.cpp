@@ -166,6 +166,108 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_EQ(detail::permute_launch(permute_test::permuted({3, 0, 2}, {2, 1, 0}).copy).elements, 0);
 }
 
+TEST(EmulatedPermute, a_split_box_with_a_broadcast_axis_matches_the_host_loop_on_small_grids) {
+  // The 4096 axis split (its inner part in the box), axis 1 broadcast from the source: the boxed kernel's
+  // odometer over the split's outer part and the other axes, with a grid of every box down to one block.
+  Case c = permute_test::permuted({2, 2, 4096, 2}, {3, 2, 0, 1});
+  c.copy.src_stride[1] = 0;
+  c.src_elements = 1;
+  for (int a = 0; a < c.copy.rank; ++a) c.src_elements += (c.copy.size[a] - 1) * c.copy.src_stride[a];
+  c.what += " (axis 1 broadcast)";
+  const PermuteLaunch l = detail::permute_launch(c.copy);
+  ASSERT_EQ(l.mode, PermuteMode::kBoxed);
+  std::mt19937_64 rng(8);
+  for (std::int64_t shrink : {1, 3, 1 << 20}) check<std::int32_t>(c, "tropical_permute_i32", rng, shrink);
+  check<std::uint8_t>(c, "tropical_permute_u8", rng, 2);
+}
+
+/// `outer` axes of 2, then ten of 2 and one of 3000, the source row-major in that order; the destination has the
+/// inner eleven fastest (the ten 2s reversed, then the 3000) and the outer ones padded (no two axes merge).
+StridedCopy mixed(int outer) {
+  StridedCopy c{};
+  c.rank = outer + 11;
+  for (int a = 0; a < c.rank; ++a) c.size[a] = a + 1 == c.rank ? 3000 : 2;
+  std::int64_t s = 1, d = 1;
+  for (int a = c.rank - 1; a >= 0; --a) {
+    c.src_stride[a] = s;
+    s *= c.size[a];
+  }
+  for (int a = outer; a < c.rank; ++a) {
+    c.dst_stride[a] = d;
+    d *= c.size[a];
+  }
+  for (int a = outer - 1; a >= 0; --a) {
+    c.dst_stride[a] = d;
+    d *= c.size[a] + 1;
+  }
+  return c;
+}
+
+/// Checks that `l` copies what `c` copies at a few hundred random indices of l: each index's destination
+/// offset decoded into c's index (c's destination strides sorted, each past the faster ones' reach) must give
+/// the same source offset.
+void expect_same_mapping(const StridedCopy& c, const PermuteLaunch& l) {
+  std::vector<int> order(static_cast<std::size_t>(c.rank));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return c.dst_stride[x] > c.dst_stride[y]; });
+  std::mt19937_64 rng(9);
+  for (int t = 0; t < 300; ++t) {
+    std::int64_t src = 0, dst = 0;
+    for (int a = 0; a < l.copy.rank; ++a) {
+      const std::int64_t i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(l.copy.size[a]));
+      src += i * l.copy.src_stride[a];
+      dst += i * l.copy.dst_stride[a];
+    }
+    std::int64_t want = 0, rest = dst;
+    for (int a : order) {
+      const std::int64_t i = c.size[a] > 1 ? rest / c.dst_stride[a] : 0;
+      ASSERT_LT(i, c.size[a]);
+      rest -= i * c.dst_stride[a];
+      want += i * c.src_stride[a];
+    }
+    ASSERT_EQ(rest, 0);
+    ASSERT_EQ(src, want);
+  }
+}
+
+TEST(PermuteLaunch, a_full_rank_copy_stays_at_the_rank_limit_and_a_box_s_offsets_below_2_31) {
+  // 32 axes: the source's fastest (3000 long) would split past the rank limit, so it stays out of the box, which
+  // takes the destination's ten 2s.
+  const StridedCopy full = mixed(detail::kMaxPermuteRank - 11);
+  const PermuteLaunch l = detail::permute_launch(full);
+  EXPECT_EQ(l.mode, PermuteMode::kBoxed);
+  EXPECT_EQ(l.copy.rank, detail::kMaxPermuteRank);
+  std::int64_t elements = 1, box = 1;
+  for (int a = 0; a < l.copy.rank; ++a) elements *= l.copy.size[a];
+  for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
+  EXPECT_EQ(elements, l.elements);
+  EXPECT_EQ(box, 1024);
+  expect_same_mapping(full, l);
+  // One axis fewer: the 3000 splits (1000 of it in the box, with the destination's first 2).
+  const StridedCopy split = mixed(detail::kMaxPermuteRank - 12);
+  const PermuteLaunch s = detail::permute_launch(split);
+  EXPECT_EQ(s.mode, PermuteMode::kBoxed);
+  EXPECT_EQ(s.copy.rank, detail::kMaxPermuteRank);
+  box = 1;
+  for (int a = 0; a < s.copy.inner; ++a) box *= s.copy.size[a];
+  EXPECT_EQ(box, 2000);
+  expect_same_mapping(split, s);
+  // An 8 x 8 transpose is a box of both, unless a box's source offsets reach 2^31 (the kernel's 32-bit
+  // offsets): then a plain copy.
+  StridedCopy t{};
+  t.rank = 2;
+  t.size[0] = t.size[1] = 8;
+  t.dst_stride[0] = 8;
+  t.dst_stride[1] = 1;
+  t.src_stride[0] = 1;
+  t.src_stride[1] = std::int64_t{1} << 20;
+  EXPECT_EQ(detail::permute_launch(t).mode, PermuteMode::kBoxed);
+  t.src_stride[1] = std::int64_t{1} << 31;
+  const PermuteLaunch wide = detail::permute_launch(t);
+  EXPECT_EQ(wide.mode, PermuteMode::kPlain);
+  expect_same_mapping(t, wide);
+}
+
 TEST(PermuteLaunch, rejects_bad_ranks_sizes_strides_and_destinations_that_write_an_element_twice) {
   StridedCopy c = permute_test::permuted({4, 5}, {1, 0}).copy;
   for (int rank : {-1, detail::kMaxPermuteRank + 1}) {
