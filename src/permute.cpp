@@ -176,6 +176,8 @@ PermuteLaunch permute_launch(const StridedCopy& copy) {
   // (whole sectors read and written, several loads in flight a thread). Else a box, unless none fills a quarter.
   using B = catalog::PermuteBoxedGeometry;
   constexpr std::int64_t kBox = B::kBoxPerThread * B::kBlockX * B::kBlockY;
+  static_assert(B::kBlockY == 1, "templates/permute_boxed.cu.j2 indexes its threads by x alone: a box of more "
+                                 "than kBoxPerThread x kBlockX elements would go partly uncopied");
   const bool plain_runs = rank == 1 || (axes[fast_dst].src == 1 && axes[fast_dst].size >= G::kMinPlainRun);
   BoxChoice box{};
   if (!tiled && !plain_runs) box = choose_box(axes, rank, kBox);
