@@ -1,0 +1,133 @@
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tropical/counting.hpp"
+#include "tropical/einsum.hpp"
+#include "tropical/error.hpp"
+#include "tropical/semiring.hpp"
+
+/// NCCL's communicator handle, declared as nccl.h declares it (the same typedef, so both headers may be included
+/// in either order); tropical never includes nccl.h nor links libnccl.
+typedef struct ncclComm* ncclComm_t;
+
+/// One einsum plan's slices spread over the ranks of an NCCL communicator that the program already holds.
+///
+/// Conventions:
+/// - Every rank calls the same function with the same plan (the same network, order and slices) and operands of
+///   the same values on its own device (the communicator's); every rank's output receives the whole result, the
+///   bits of one process's tropical::einsum (for CountingTropical: while counts are integers below 2^24 for float,
+///   2^53 for double, where a sum is exact in any order).
+/// - Slice s goes to rank s mod size (distributed_slices), as python/tropical/distributed.py deals them, each
+///   rank contracting its slices in index order and merging them with the semiring's addition; a rank without
+///   slices contributes the semiring zero. Then one collective: an all-reduce with ncclMax or ncclMin over f32,
+///   f64, i32, i64 and AndOr's u8; over int16 (no NCCL type) and CountingTropical an all-gather of every rank's
+///   output and one merge on the device (a product by a row of semiring ones).
+/// - NCCL is opened at run time on first use: $TROPICAL_NCCL_LIBRARY if set, else libnccl.so.2 through the
+///   dynamic loader's path; Unavailable (naming the library and the missing symbol) where it cannot be. The
+///   communicator must be a blocking one (NCCL's default) of the run's device.
+/// - A run allocates its workspace on the run's device and waits for the stream before returning (the workspace
+///   is freed then), so it is refused under stream capture. Argmax is not distributed from C++ (the Python module
+///   tropical.distributed does it).
+namespace tropical {
+
+/// An NCCL call failed (code Errc::kCuda, TROPICAL_ERROR_CUDA at the C ABI): the call, its ncclResult_t and
+/// NCCL's text for it.
+class NcclError : public Error {
+ public:
+  NcclError(std::string call, int result, const std::string& text);
+  const std::string& call() const noexcept { return call_; }
+  /// The ncclResult_t the call returned.
+  int result() const noexcept { return result_; }
+
+ private:
+  std::string call_;
+  int result_;
+};
+
+/// The slices (0 to plan.info().slices - 1) that rank `rank` of `size` ranks contracts, in index order: those
+/// equal to rank modulo size. Throws InvalidArgument unless 0 <= rank < size.
+std::vector<std::int64_t> distributed_slices(const EinsumPlan& plan, int rank, int size);
+
+/// The index of every sliced label (plan.info().sliced's order) in slice `slice`: slices count in lexicographic
+/// order, the last sliced label fastest (itertools.product's order). Throws InvalidArgument for a slice out of
+/// range.
+std::vector<std::int64_t> slice_labels(const EinsumPlan& plan, std::int64_t slice);
+
+namespace detail {
+
+/// The element types of a distributed run, as the collective sees them.
+enum class DistributedElement : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kI16 };
+
+template <class T>
+constexpr DistributedElement distributed_element() {
+  if constexpr (std::is_same_v<T, float>) return DistributedElement::kF32;
+  else if constexpr (std::is_same_v<T, double>) return DistributedElement::kF64;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return DistributedElement::kI32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return DistributedElement::kI64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return DistributedElement::kU8;
+  else {
+    static_assert(std::is_same_v<T, std::int16_t>, "a distributed einsum runs over the catalog's element types");
+    return DistributedElement::kI16;
+  }
+}
+
+/// What a distributed run of S over T needs besides the einsum's kernels: the semiring's addition, the element
+/// type and the semiring zero (host memory).
+struct DistributedKernels {
+  AddKind add;
+  DistributedElement element;
+  const void* zero;
+};
+
+template <Semiring S, Element T>
+requires kSupported<S, T>
+const DistributedKernels& distributed_kernels() {
+  static const T zero = reference::zero<S, T>();
+  static const DistributedKernels kernels{S::kAdd, distributed_element<T>(), &zero};
+  return kernels;
+}
+
+/// Runs plan over the communicator's ranks (see einsum_distributed).
+void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels, const DistributedKernels& more,
+                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream);
+/// Runs plan over CountingTropical over the communicator's ranks (see einsum_distributed_counting).
+void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_bytes,
+                                 std::span<const void* const> values, std::span<const void* const> counts,
+                                 void* out_values, void* out_counts, ncclComm_t comm, CUstream stream);
+
+}  // namespace detail
+
+/// tropical::einsum of plan over S, computed by every rank of `comm` together (this header's conventions):
+/// operands and output device memory of the communicator's device, checked (einsum's checks, and the
+/// communicator's device) before anything is queued; returns with the output written on every rank. Throws
+/// InvalidArgument (a null communicator or pointer, a pointer off the device, capture), Unavailable (no NCCL),
+/// NcclError, and what tropical::einsum throws.
+template <Semiring S, Element T>
+requires kSupported<S, T>
+void einsum_distributed(const EinsumPlan& plan, std::span<const T* const> operands, T* output, ncclComm_t comm,
+                        CUstream stream = nullptr) {
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_distributed(plan.program(), detail::einsum_kernels<S, T>(), detail::distributed_kernels<S, T>(),
+                             erased, output, comm, stream);
+}
+
+/// tropical::einsum_counting of plan, computed by every rank of `comm` together (this header's conventions):
+/// values and counts of every rank's slices all-gathered and merged on the device, counts of the best value
+/// summed in rank order. Throws as einsum_distributed does.
+template <CountingElement T>
+void einsum_distributed_counting(const EinsumPlan& plan, std::span<const T* const> values,
+                                 std::span<const T* const> counts, T* out_values, T* out_counts, ncclComm_t comm,
+                                 CUstream stream = nullptr) {
+  std::vector<const void*> v(values.begin(), values.end()), c(counts.begin(), counts.end());
+  detail::einsum_distributed_counting(plan.program(), sizeof(T), v, c, out_values, out_counts, comm, stream);
+}
+
+}  // namespace tropical
