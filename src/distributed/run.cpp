@@ -1,14 +1,14 @@
-// einsum_distributed: this rank's slices (dealing.hpp) contracted on its device and merged by run.hpp's
-// run_slices, then one collective over the communicator: an in-place all-reduce of the output, or an all-gather
-// of every rank's output merged on the device (merge.hpp).
+// einsum_distributed: this rank's slices (dealing.hpp) contracted on its device and merged (device_steps.hpp's
+// queue_part), then one collective over the communicator: an in-place all-reduce of the output, or an all-gather
+// of every rank's output merged on the device (queue_merge_rows).
 
 #include <vector>
 
 #include "../einsum/device_backend.hpp"
 #include "collective.hpp"
 #include "dealing.hpp"
+#include "device_steps.hpp"
 #include "layout.hpp"
-#include "merge.hpp"
 #include "nccl.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
@@ -40,15 +40,14 @@ void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels,
   refuse_under_capture(stream, "allocates its workspace and waits for the stream to free it");
   DeviceBuffer<std::byte> owned(layout.bytes, device);
   const WaitOnExit wait{stream, true};
-  DeviceBackend backend(kernels, stream);
-  run_slices(plan, kernels, backend, operands, output, owned.get(), deal(ranks.rank, ranks.size), more.zero);
+  queue_part(plan, kernels, more.zero, operands, output, owned.get(), deal(ranks.rank, ranks.size), stream);
   if (collective.all_reduce) {
     all_reduce(api, collective, output, static_cast<std::size_t>(out), comm, stream);
   } else {
     std::byte* gathered = owned.get() + layout.gathered;
     const Gather gather{output, gathered};
     all_gather(api, &gather, 1, static_cast<std::size_t>(out) * eb, comm, stream);
-    merge_rows(kernels, backend, gathered, rows, out, output, owned.get() + layout.ones);
+    queue_merge_rows(kernels, gathered, rows, out, output, owned.get() + layout.ones, stream);
   }
   // The workspace is freed when this returns: wait for the steps and the collective that use it.
   driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
