@@ -59,7 +59,7 @@ std::vector<std::int64_t> distributed_slices(const EinsumPlan& plan, int rank, i
 /// The index of every sliced label (plan.info().sliced's order) in slice `slice`: slices count in lexicographic
 /// order, the last sliced label fastest (itertools.product's order). Throws InvalidArgument for a slice out of
 /// range.
-std::vector<std::int64_t> slice_labels(const EinsumPlan& plan, std::int64_t slice);
+std::vector<std::int64_t> slice_index(const EinsumPlan& plan, std::int64_t slice);
 
 namespace detail {
 

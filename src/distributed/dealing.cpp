@@ -22,7 +22,7 @@ std::vector<std::int64_t> distributed_slices(const EinsumPlan& plan, int rank, i
   return mine;
 }
 
-std::vector<std::int64_t> slice_labels(const EinsumPlan& plan, std::int64_t slice) {
+std::vector<std::int64_t> slice_index(const EinsumPlan& plan, std::int64_t slice) {
   if (slice < 0 || slice >= plan.info().slices) {
     throw InvalidArgument("tropical: slice " + std::to_string(slice) + " of a plan of " +
                           std::to_string(plan.info().slices) + " slices does not exist");

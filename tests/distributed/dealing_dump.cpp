@@ -1,4 +1,4 @@
-// Prints how the C++ distributed einsum deals a plan's slices (tropical::distributed_slices, slice_labels), for
+// Prints how the C++ distributed einsum deals a plan's slices (tropical::distributed_slices, slice_index), for
 // dealing_test.py to compare with python/tropical/distributed.py's dealing of the same plan:
 //   dealing_dump EQUATION SHAPES MEMORY_LIMIT     (SHAPES: "3x3,3x3", one shape per operand)
 // prints one JSON object: {"sliced": [labels as letters], "slices": n, "ranks": {"size": [[[s, [index, ...]],
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
         bool first = true;
         for (std::int64_t s : tropical::distributed_slices(plan, rank, size)) {
           out += (first ? "[" : ", [") + std::to_string(s) + ", [";
-          const std::vector<std::int64_t> index = tropical::slice_labels(plan, s);
+          const std::vector<std::int64_t> index = tropical::slice_index(plan, s);
           for (std::size_t i = 0; i < index.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(index[i]);
           out += "]]";
           first = false;

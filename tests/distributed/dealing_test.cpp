@@ -56,14 +56,14 @@ TEST(DistributedDealing, ranks_past_the_slice_count_get_none_and_an_unsliced_pla
   EXPECT_EQ(distributed_detail::holders(9, 4), 4);
 }
 
-TEST(DistributedDealing, slice_labels_count_slices_as_the_runners_do_the_last_sliced_label_fastest) {
+TEST(DistributedDealing, slice_index_count_slices_as_the_runners_do_the_last_sliced_label_fastest) {
   const EinsumPlan plan = sliced_ring();
   const auto& program = plan.program().program;
   ASSERT_EQ(plan.info().sliced.size(), program.slice_extents.size());
   std::vector<std::int64_t> index(program.slice_extents.size(), 0);
   std::int64_t s = 0;
   do {
-    EXPECT_EQ(slice_labels(plan, s), index) << "slice " << s;
+    EXPECT_EQ(slice_index(plan, s), index) << "slice " << s;
     ++s;
   } while (einsum_detail::next_slice(program, index));
   EXPECT_EQ(s, plan.info().slices);
@@ -74,8 +74,8 @@ TEST(DistributedDealing, a_rank_outside_the_communicator_or_a_slice_outside_the_
   EXPECT_THROW(distributed_slices(plan, 2, 2), InvalidArgument);
   EXPECT_THROW(distributed_slices(plan, -1, 2), InvalidArgument);
   EXPECT_THROW(distributed_slices(plan, 0, 0), InvalidArgument);
-  EXPECT_THROW(slice_labels(plan, plan.info().slices), InvalidArgument);
-  EXPECT_THROW(slice_labels(plan, -1), InvalidArgument);
+  EXPECT_THROW(slice_index(plan, plan.info().slices), InvalidArgument);
+  EXPECT_THROW(slice_index(plan, -1), InvalidArgument);
 }
 
 template <class Pair>
