@@ -100,6 +100,10 @@ EINSUM = {
                                                              "void* out_counts, void* workspace, void* stream"),
     "tropical_einsum_plan_run_distributed": ("tropical_status", "const void* plan, const void* const* operands, "
                                                                 "void* output, void* comm, void* stream"),
+    "tropical_einsum_plan_run_distributed_argmax": ("tropical_status", "const void* plan, "
+                                                                       "const void* const* operands, void* output, "
+                                                                       "int64_t* assignment, void* comm, "
+                                                                       "void* stream"),
     "tropical_einsum_plan_run_distributed_counting": ("tropical_status", "const void* plan, "
                                                                          "const void* const* values, "
                                                                          "const void* const* counts, "

@@ -34,8 +34,7 @@ typedef struct ncclComm* ncclComm_t;
 ///   dynamic loader's path; Unavailable (naming the library and the missing symbol) where it cannot be. The
 ///   communicator must be a blocking one (NCCL's default) of the run's device.
 /// - A run allocates its workspace on the run's device and waits for the stream before returning (the workspace
-///   is freed then), so it is refused under stream capture. Argmax is not distributed from C++ (the Python module
-///   tropical.distributed does it).
+///   is freed then), so it is refused under stream capture.
 namespace tropical {
 
 /// An NCCL call failed (code Errc::kCuda, TROPICAL_ERROR_CUDA at the C ABI): the call, its ncclResult_t and
@@ -98,6 +97,10 @@ const DistributedKernels& distributed_kernels() {
 /// Runs plan over the communicator's ranks (see einsum_distributed).
 void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels, const DistributedKernels& more,
                         std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream);
+/// Runs plan with its argmax over the communicator's ranks (see einsum_distributed_argmax).
+void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& kernels,
+                               const DistributedKernels& more, std::span<const void* const> operands, void* output,
+                               std::int64_t* assignment, ncclComm_t comm, CUstream stream);
 /// Runs plan over CountingTropical over the communicator's ranks (see einsum_distributed_counting).
 void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_bytes,
                                  std::span<const void* const> values, std::span<const void* const> counts,
@@ -117,6 +120,20 @@ void einsum_distributed(const EinsumPlan& plan, std::span<const T* const> operan
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_distributed(plan.program(), detail::einsum_kernels<S, T>(), detail::distributed_kernels<S, T>(),
                              erased, output, comm, stream);
+}
+
+/// tropical::einsum_argmax of plan, computed by every rank of `comm` together (this header's conventions): each
+/// rank's slices run with their argmax and traced back on the host, every rank's values, winning slice and
+/// assignment all-gathered and merged on the host (the best value, and among equal values the smallest slice
+/// index: one process's tie rule); output (device) and assignment (host: reduced_labels().size() rows of
+/// output_size() int64) written on every rank when it returns. Throws as einsum_distributed does.
+template <Semiring S, Element T>
+requires kSupported<S, T>
+void einsum_distributed_argmax(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
+                               std::int64_t* assignment, ncclComm_t comm, CUstream stream = nullptr) {
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_distributed_argmax(plan.program(), detail::einsum_kernels<S, T>(),
+                                    detail::distributed_kernels<S, T>(), erased, output, assignment, comm, stream);
 }
 
 /// tropical::einsum_counting of plan, computed by every rank of `comm` together (this header's conventions):

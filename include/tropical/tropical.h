@@ -454,6 +454,13 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_counting(const void* plan,
 TROPICAL_API tropical_status tropical_einsum_plan_run_distributed(const void* plan, const void* const* operands,
                                                                   void* output, void* comm, void* stream);
 
+/** tropical_einsum_plan_run_argmax on every rank of an NCCL communicator together, as
+ * tropical_einsum_plan_run_distributed (output: device memory; assignment: host memory, written on every rank):
+ * every rank's values, winning slice and assignment all-gathered and merged with the smallest slice winning ties. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_distributed_argmax(const void* plan, const void* const* operands,
+                                                                         void* output, int64_t* assignment, void* comm,
+                                                                         void* stream);
+
 /** tropical_einsum_plan_run_counting on every rank of an NCCL communicator together, as
  * tropical_einsum_plan_run_distributed (values and counts all-gathered and merged on the device). */
 TROPICAL_API tropical_status tropical_einsum_plan_run_distributed_counting(const void* plan, const void* const* values,

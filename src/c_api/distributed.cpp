@@ -29,6 +29,21 @@ tropical_status tropical_einsum_plan_run_distributed(const void* plan, const voi
   });
 }
 
+tropical_status tropical_einsum_plan_run_distributed_argmax(const void* plan, const void* const* operands,
+                                                            void* output, int64_t* assignment, void* comm,
+                                                            void* stream) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    const std::vector<const void*> ops = operands_of(p, operands);
+    with_plan_types(p, [&]<class S, class T>() {
+      tropical::c_api::check_aligned<T>({{output, "output"}});
+      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
+      tropical::einsum_distributed_argmax<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment,
+                                                static_cast<ncclComm_t>(comm), static_cast<CUstream>(stream));
+    });
+  });
+}
+
 tropical_status tropical_einsum_plan_run_distributed_counting(const void* plan, const void* const* values,
                                                               const void* const* counts, void* out_values,
                                                               void* out_counts, void* comm, void* stream) {

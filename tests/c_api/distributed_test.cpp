@@ -26,7 +26,7 @@ void* make_plan(tropical_semiring semiring, tropical_dtype dtype) {
 
 void* some_comm() { return reinterpret_cast<void*>(std::uintptr_t{0x1000}); }
 
-TEST(CAbiDistributed, a_null_plan_communicator_operand_array_or_output_is_an_invalid_argument) {
+TEST(CAbiDistributed, a_null_plan_communicator_operand_array_output_or_assignment_is_an_invalid_argument) {
   void* plan = make_plan(TROPICAL_MAXPLUS, TROPICAL_F32);
   float a[6] = {}, b[6] = {}, c[4] = {};
   const void* operands[] = {a, b};
@@ -45,6 +45,13 @@ TEST(CAbiDistributed, a_null_plan_communicator_operand_array_or_output_is_an_inv
   EXPECT_EQ(tropical_einsum_plan_run_distributed(plan, operands, reinterpret_cast<char*>(c) + 1, some_comm(), nullptr),
             TROPICAL_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("output"), std::string::npos) << last_error();
+  int64_t assignment[4] = {};
+  EXPECT_EQ(tropical_einsum_plan_run_distributed_argmax(plan, operands, c, nullptr, some_comm(), nullptr),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("the einsum assignment is null"), std::string::npos) << last_error();
+  EXPECT_EQ(tropical_einsum_plan_run_distributed_argmax(plan, operands, c, assignment, nullptr, nullptr),
+            TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("the NCCL communicator is null"), std::string::npos) << last_error();
   EXPECT_EQ(tropical_einsum_plan_destroy(plan), TROPICAL_OK);
 }
 

@@ -105,6 +105,24 @@ TEST_F(DistributedChecks, a_null_communicator_or_pointer_and_an_off_device_array
                "takes 3 operand(s) but 2 were given");
 }
 
+TEST_F(DistributedChecks, an_argmax_run_checks_its_assignment_too_before_nccl) {
+  if (without_nccl()) GTEST_SKIP() << "the fake libnccl's log is not there";
+  const EinsumPlan plan("ij,jk,kl->il", kShapes, {{}, 1000});
+  const std::vector<const float*> good = {at(kFirst), at(kFirst + 4096), at(kFirst + 16384)};
+  std::vector<std::int64_t> assignment(2 * 1000);
+  const auto run = [&](float* o, std::int64_t* a, ncclComm_t c) {
+    einsum_distributed_argmax<MaxPlus, float>(plan, good, o, a, c);
+  };
+  EXPECT_TRUE(asked_nccl_then_reached_the_driver([&] { run(at(kSecond), assignment.data(), comm()); }));
+  fake_nccl::reset();
+  EXPECT_PRED2(says, refused_before_nccl([&] { run(at(kSecond), nullptr, comm()); }),
+               "the einsum assignment is null");
+  EXPECT_PRED2(says, refused_before_nccl([&] { run(at(kSecond), assignment.data(), nullptr); }),
+               "the NCCL communicator is null");
+  EXPECT_PRED2(says, refused_before_nccl([&] { run(nullptr, assignment.data(), comm()); }),
+               "the einsum output is null");
+}
+
 TEST_F(DistributedChecks, a_counting_run_checks_values_counts_and_both_outputs_before_nccl) {
   if (without_nccl()) GTEST_SKIP() << "the fake libnccl's log is not there";
   const EinsumPlan plan("ij,jk,kl->i", kShapes, {{}, 20});

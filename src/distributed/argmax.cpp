@@ -1,0 +1,82 @@
+// einsum_distributed_argmax: this rank's slices run with their argmax on its device and traced back on the host
+// (argmax_part.hpp), every rank's part (values, winning slice, assignment) packed and all-gathered as bytes, and
+// merged on the host with the library's tie rule (the smallest slice index among equal values); the merged values
+// go back to the output.
+
+#include <algorithm>
+#include <vector>
+
+#include "../einsum/device_backend.hpp"
+#include "../einsum/program.hpp"
+#include "argmax_part.hpp"
+#include "collective.hpp"
+#include "dealing.hpp"
+#include "nccl.hpp"
+#include "tropical/device_buffer.hpp"
+#include "tropical/error.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical::detail {
+
+namespace driver = jit::driver;
+
+namespace {
+
+/// Copies host bytes to the device, done when it returns: a copy from pageable memory may return before its DMA
+/// has landed, and the stream that reads the bytes next is not ordered after the copy, so the context is waited
+/// for.
+void to_device(void* dst, const void* src, std::size_t bytes) {
+  driver::check(driver::api().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+  driver::check(driver::api().cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+}  // namespace
+
+void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& kernels,
+                               const DistributedKernels& more, std::span<const void* const> operands, void* output,
+                               std::int64_t* assignment, ncclComm_t comm, CUstream stream) {
+  using namespace einsum_detail;
+  using namespace distributed_detail;
+  if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
+  check_pointers(plan, operands, output, &plan);  // the workspace is the run's own
+  const std::size_t rows = plan.network.labels.size() - plan.network.output.size();
+  if (rows > 0 && assignment == nullptr) throw InvalidArgument("tropical: the einsum assignment is null");
+  const std::size_t eb = kernels.element_bytes;
+  const std::int64_t out = plan.output_size;
+  RunDevices devices;
+  devices.add_operands(plan, operands, eb, "einsum operand");
+  devices.add(output, static_cast<std::size_t>(out) * eb, "the einsum output");
+  const int device = devices.device(stream);
+  const Nccl& api = nccl();
+  const Ranks ranks = ranks_of(api, comm, device);
+  const std::size_t packed = (ArgmaxPart::packed_bytes(plan, eb) + 255) / 256 * 256;
+  const std::size_t workspace = (argmax_bytes(plan.program, eb) + 255) / 256 * 256;
+  driver::ScopedContext context(device);
+  refuse_under_capture(stream, "reads every step's argmax back to the host (an argmax run waits for the stream)");
+  DeviceBuffer<std::byte> owned(workspace + packed * (1 + static_cast<std::size_t>(ranks.size)), device);
+  const WaitOnExit wait{stream, true};
+  const ToHost to_host = [stream](void* dst, const void* src, std::size_t bytes) {
+    driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
+    driver::check(driver::api().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+  };
+  DeviceBackend backend(kernels, stream);
+  const ArgmaxPart mine = argmax_part(plan, kernels, backend, to_host, operands, output, owned.get(),
+                                      deal(ranks.rank, ranks.size), more.zero);
+  std::vector<std::byte> host(packed * static_cast<std::size_t>(ranks.size));
+  mine.pack(plan, eb, host.data());
+  std::byte* send = owned.get() + workspace;
+  std::byte* recv = send + packed;
+  to_device(send, host.data(), packed);
+  const Gather gather{send, recv};
+  all_gather(api, &gather, 1, packed, comm, stream);
+  to_host(host.data(), recv, host.size());
+  std::vector<ArgmaxPart> parts;
+  for (std::int64_t r = 0; r < holders(plan.info.slices, ranks.size); ++r) {
+    parts.push_back(ArgmaxPart::unpack(plan, eb, host.data() + packed * static_cast<std::size_t>(r)));
+  }
+  const ArgmaxPart best = merge_argmax(plan, kernels, parts);
+  to_device(output, best.values.data(), best.values.size());
+  std::copy(best.assignment.begin(), best.assignment.end(), assignment);
+}
+
+}  // namespace tropical::detail
