@@ -11,6 +11,7 @@
 #include "argmax_part.hpp"
 #include "collective.hpp"
 #include "dealing.hpp"
+#include "device_steps.hpp"
 #include "nccl.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
@@ -55,13 +56,8 @@ void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& k
   refuse_under_capture(stream, "reads every step's argmax back to the host (an argmax run waits for the stream)");
   DeviceBuffer<std::byte> owned(workspace + packed * (1 + static_cast<std::size_t>(ranks.size)), device);
   const WaitOnExit wait{stream, true};
-  const ToHost to_host = [stream](void* dst, const void* src, std::size_t bytes) {
-    driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
-    driver::check(driver::api().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
-  };
-  DeviceBackend backend(kernels, stream);
-  const ArgmaxPart mine = argmax_part(plan, kernels, backend, to_host, operands, output, owned.get(),
-                                      deal(ranks.rank, ranks.size), more.zero);
+  const ArgmaxPart mine = device_argmax_part(plan, kernels, more.zero, operands, output, owned.get(),
+                                             deal(ranks.rank, ranks.size), stream);
   std::vector<std::byte> host(packed * static_cast<std::size_t>(ranks.size));
   mine.pack(plan, eb, host.data());
   std::byte* send = owned.get() + workspace;
@@ -69,7 +65,7 @@ void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& k
   to_device(send, host.data(), packed);
   const Gather gather{send, recv};
   all_gather(api, &gather, 1, packed, comm, stream);
-  to_host(host.data(), recv, host.size());
+  device_to_host(host.data(), recv, host.size(), stream);
   std::vector<ArgmaxPart> parts;
   for (std::int64_t r = 0; r < holders(plan.info.slices, ranks.size); ++r) {
     parts.push_back(ArgmaxPart::unpack(plan, eb, host.data() + packed * static_cast<std::size_t>(r)));

@@ -1,9 +1,9 @@
 // The distributed einsum on one GPU (src/distributed/): with a real NCCL communicator of one rank
-// (ncclCommInitAll over device 0) einsum_distributed and einsum_distributed_counting give the host run's bits
-// for every semiring and type (the all-reduce and the gathered int16 path); and every rank's part of a
-// communicator of 1 to 4 ranks run on the device (run_slices, the counting slice loop), then merged as the
-// collective would (max/min, or merge.hpp's device merges), gives the same bits, so the steps of a multi-GPU run
-// are checked on one GPU. Skipped without a GPU, or without libnccl.so.2 ($TROPICAL_NCCL_LIBRARY, else the
+// (ncclCommInitAll over device 0) einsum_distributed, einsum_distributed_counting and einsum_distributed_argmax
+// give the host run's bits for every semiring and type (the all-reduce and the gathered int16 path); and every
+// rank's part of a communicator of 1 to 4 ranks run on the device (run_slices, the counting slice loop, the argmax
+// part), then merged as the collective would (max/min, merge.hpp's device merges, the argmax merge), gives the
+// same bits, so the steps of a multi-GPU run are checked on one GPU. Skipped without a GPU, or without libnccl.so.2 ($TROPICAL_NCCL_LIBRARY, else the
 // loader's path).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/distributed/argmax_part.hpp"
 #include "../../src/distributed/collective.hpp"
 #include "../../src/distributed/dealing.hpp"
 #include "../../src/distributed/device_steps.hpp"
@@ -180,6 +181,78 @@ TEST_F(GpuDistributed, every_semiring_and_type_gives_the_host_bits_over_one_rank
   random_networks_match<AndOr, std::uint8_t>(6);
   random_networks_match<MaxPlus, std::int16_t>(7);
   random_networks_match<MinPlus, std::int16_t>(8);
+}
+
+/// Every rank's argmax part of a communicator of `size` run on device 0 (device_argmax_part),
+/// packed, unpacked and merged as the distributed argmax merges them: (values, assignment).
+template <class S, class T>
+std::pair<std::vector<T>, std::vector<std::int64_t>> argmax_ranks_on_one_device(
+    const EinsumPlan& plan, const std::vector<std::vector<T>>& operands, int size) {
+  const detail::EinsumKernels& kernels = detail::einsum_kernels<S, T>();
+  const auto out = static_cast<std::size_t>(plan.output_size());
+  DeviceOperands<T> d(operands);
+  std::vector<const void*> erased(d.pointers.begin(), d.pointers.end());
+  DeviceBuffer<T> output(out);
+  DeviceBuffer<std::byte> ws(plan.argmax_workspace_bytes(sizeof(T)));
+  std::vector<distributed_detail::ArgmaxPart> parts;
+  drv::ScopedContext context(0);
+  const std::size_t packed = distributed_detail::ArgmaxPart::packed_bytes(plan.program(), sizeof(T));
+  for (int rank = 0; rank < distributed_detail::holders(plan.info().slices, size); ++rank) {
+    const auto part = distributed_detail::device_argmax_part(plan.program(), kernels,
+                                                             detail::distributed_kernels<S, T>().zero, erased,
+                                                             output.get(), ws.get(),
+                                                             distributed_detail::deal(rank, size), nullptr);
+    std::vector<std::byte> bytes(packed);
+    part.pack(plan.program(), sizeof(T), bytes.data());
+    parts.push_back(distributed_detail::ArgmaxPart::unpack(plan.program(), sizeof(T), bytes.data()));
+  }
+  const auto best = distributed_detail::merge_argmax(plan.program(), kernels, parts);
+  std::vector<T> values(out);
+  std::memcpy(values.data(), best.values.data(), out * sizeof(T));
+  return {values, best.assignment};
+}
+
+template <class S, class T>
+void random_networks_argmax_match(unsigned seed) {
+  std::mt19937 rng(seed);
+  const OneRank& r = one_rank();
+  for (int trial = 0; trial < 30; ++trial) {
+    const einsum_test::Net net = einsum_test::random_net(rng);
+    SCOPED_TRACE(einsum_test::describe(net));
+    const auto operands = einsum_test::random_operands<S, T>(net, rng);
+    for (std::int64_t limit : {0, 1, 2}) {
+      std::unique_ptr<EinsumPlan> plan;
+      try {
+        plan = std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
+      } catch (const InvalidArgument&) {
+        continue;
+      }
+      const auto out = static_cast<std::size_t>(plan->output_size());
+      std::vector<const T*> pointers;
+      for (const auto& x : operands) pointers.push_back(x.data());
+      std::vector<T> want(out);
+      std::vector<std::int64_t> want_assignment(plan->reduced_labels().size() * out);
+      einsum_argmax_host<S, T>(*plan, pointers, want.data(), want_assignment.data());
+      for (int size = 1; size <= 4; ++size) {
+        const auto [v, a] = argmax_ranks_on_one_device<S, T>(*plan, operands, size);
+        EXPECT_TRUE(same_bits(v, want)) << "values, " << size << " ranks on one device, limit " << limit;
+        EXPECT_EQ(a, want_assignment) << size << " ranks on one device, limit " << limit;
+      }
+      if (r.comm == nullptr) continue;
+      DeviceOperands<T> d(operands);
+      DeviceBuffer<T> o(out);
+      std::vector<std::int64_t> assignment(want_assignment.size());
+      einsum_distributed_argmax<S, T>(*plan, d.pointers, o.get(), assignment.data(), r.comm);
+      EXPECT_TRUE(same_bits(o.download(out), want)) << "einsum_distributed_argmax values, limit " << limit;
+      EXPECT_EQ(assignment, want_assignment) << "einsum_distributed_argmax assignment, limit " << limit;
+    }
+  }
+}
+
+TEST_F(GpuDistributed, argmax_gives_the_host_values_and_assignment_over_one_rank_and_as_ranks_on_one_device) {
+  random_networks_argmax_match<MaxPlus, float>(21);
+  random_networks_argmax_match<MinPlus, std::int16_t>(22);
+  random_networks_argmax_match<AndOr, std::uint8_t>(23);
 }
 
 /// (values, counts) of a CountingTropical run's operands.
