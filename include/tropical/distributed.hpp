@@ -23,13 +23,14 @@ typedef struct ncclComm* ncclComm_t;
 /// Conventions:
 /// - Every rank calls the same function with the same plan (the same network, order and slices) and operands of
 ///   the same values on its own device (the communicator's); every rank's output receives the whole result, the
-///   bits of one process's tropical::einsum (for CountingTropical: while counts are integers below 2^24 for float,
-///   2^53 for double, where a sum is exact in any order).
+///   bits of one process's tropical::einsum, einsum_argmax or einsum_counting (counts: while they are integers
+///   below 2^24 for float, 2^53 for double, where a sum is exact in any order).
 /// - Slice s goes to rank s mod size (distributed_slices), as python/tropical/distributed.py deals them, each
 ///   rank contracting its slices in index order and merging them with the semiring's addition; a rank without
 ///   slices contributes the semiring zero. Then one collective: an all-reduce with ncclMax or ncclMin over f32,
 ///   f64, i32, i64 and AndOr's u8; over int16 (no NCCL type) and CountingTropical an all-gather of every rank's
-///   output and one merge on the device (a product by a row of semiring ones).
+///   output and one merge on the device (a product by a row of semiring ones); for argmax an all-gather of every
+///   rank's values, winning slices and assignment, merged on the host (ties: the smallest slice index).
 /// - NCCL is opened at run time on first use: $TROPICAL_NCCL_LIBRARY if set, else libnccl.so.2 through the
 ///   dynamic loader's path; Unavailable (naming the library and the missing symbol) where it cannot be. The
 ///   communicator must be a blocking one (NCCL's default) of the run's device.
