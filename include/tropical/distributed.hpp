@@ -36,20 +36,48 @@ typedef struct ncclComm* ncclComm_t;
 ///   communicator must be a blocking one (NCCL's default) of the run's device.
 /// - A run allocates its workspace on the run's device and waits for the stream before returning (the workspace
 ///   is freed then), so it is refused under stream capture.
+/// - Every wait for work that includes a collective is bounded (DistributedOptions::timeout_s): a peer that never
+///   joins (it threw, it crashed) or NCCL's asynchronous error aborts the communicator (ncclCommAbort, which
+///   leaves it unusable) and throws NcclTimeout or NcclError instead of hanging the program.
 namespace tropical {
 
 /// An NCCL call failed (code Errc::kCuda, TROPICAL_ERROR_CUDA at the C ABI): the call, its ncclResult_t and
 /// NCCL's text for it.
 class NcclError : public Error {
  public:
-  NcclError(std::string call, int result, const std::string& text);
+  /// "tropical: <call> failed with ncclResult_t <result> (<text>)" followed by `after`.
+  NcclError(std::string call, int result, const std::string& text, const std::string& after = {});
   const std::string& call() const noexcept { return call_; }
   /// The ncclResult_t the call returned.
   int result() const noexcept { return result_; }
 
+ protected:
+  /// A subclass's message, given whole.
+  NcclError(const std::string& what, std::string call, int result);
+
  private:
   std::string call_;
   int result_;
+};
+
+/// A distributed run's wait for its collective `call()` passed its limit of seconds() (a rank that never joined:
+/// it threw, crashed or ran another plan); the communicator was aborted (ncclCommAbort) and cannot be used again.
+/// result() is ncclSuccess (0): no NCCL call failed.
+class NcclTimeout : public NcclError {
+ public:
+  NcclTimeout(std::string call, double seconds);
+  double seconds() const noexcept { return seconds_; }
+
+ private:
+  double seconds_;
+};
+
+/// How a distributed run waits for its collective.
+struct DistributedOptions {
+  /// The longest one wait for the stream's work (this rank's slices, the collective, the merge) may take, in
+  /// seconds; 0: $TROPICAL_NCCL_TIMEOUT_S where set, else 600. Past it, or on NCCL's asynchronous error, the
+  /// communicator is aborted (ncclCommAbort: unusable afterwards) and the run throws.
+  double timeout_s = 0;
 };
 
 /// The slices (0 to plan.info().slices - 1) that rank `rank` of `size` ranks contracts, in index order: those
@@ -97,30 +125,33 @@ const DistributedKernels& distributed_kernels() {
 
 /// Runs plan over the communicator's ranks (see einsum_distributed).
 void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels, const DistributedKernels& more,
-                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream);
+                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream,
+                        const DistributedOptions& options);
 /// Runs plan with its argmax over the communicator's ranks (see einsum_distributed_argmax).
 void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& kernels,
                                const DistributedKernels& more, std::span<const void* const> operands, void* output,
-                               std::int64_t* assignment, ncclComm_t comm, CUstream stream);
+                               std::int64_t* assignment, ncclComm_t comm, CUstream stream,
+                               const DistributedOptions& options);
 /// Runs plan over CountingTropical over the communicator's ranks (see einsum_distributed_counting).
 void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_bytes,
                                  std::span<const void* const> values, std::span<const void* const> counts,
-                                 void* out_values, void* out_counts, ncclComm_t comm, CUstream stream);
+                                 void* out_values, void* out_counts, ncclComm_t comm, CUstream stream,
+                                 const DistributedOptions& options);
 
 }  // namespace detail
 
 /// tropical::einsum of plan over S, computed by every rank of `comm` together (this header's conventions):
 /// operands and output device memory of the communicator's device, checked (einsum's checks, and the
 /// communicator's device) before anything is queued; returns with the output written on every rank. Throws
-/// InvalidArgument (a null communicator or pointer, a pointer off the device, capture), Unavailable (no NCCL),
-/// NcclError, and what tropical::einsum throws.
+/// InvalidArgument (a null communicator or pointer, a pointer off the device, capture, a bad timeout),
+/// Unavailable (no NCCL), NcclError, NcclTimeout, and what tropical::einsum throws.
 template <Semiring S, Element T>
 requires kSupported<S, T>
 void einsum_distributed(const EinsumPlan& plan, std::span<const T* const> operands, T* output, ncclComm_t comm,
-                        CUstream stream = nullptr) {
+                        CUstream stream = nullptr, const DistributedOptions& options = {}) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_distributed(plan.program(), detail::einsum_kernels<S, T>(), detail::distributed_kernels<S, T>(),
-                             erased, output, comm, stream);
+                             erased, output, comm, stream, options);
 }
 
 /// tropical::einsum_argmax of plan, computed by every rank of `comm` together (this header's conventions): each
@@ -131,10 +162,12 @@ void einsum_distributed(const EinsumPlan& plan, std::span<const T* const> operan
 template <Semiring S, Element T>
 requires kSupported<S, T>
 void einsum_distributed_argmax(const EinsumPlan& plan, std::span<const T* const> operands, T* output,
-                               std::int64_t* assignment, ncclComm_t comm, CUstream stream = nullptr) {
+                               std::int64_t* assignment, ncclComm_t comm, CUstream stream = nullptr,
+                               const DistributedOptions& options = {}) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_distributed_argmax(plan.program(), detail::einsum_kernels<S, T>(),
-                                    detail::distributed_kernels<S, T>(), erased, output, assignment, comm, stream);
+                                    detail::distributed_kernels<S, T>(), erased, output, assignment, comm, stream,
+                                    options);
 }
 
 /// tropical::einsum_counting of plan, computed by every rank of `comm` together (this header's conventions):
@@ -143,9 +176,10 @@ void einsum_distributed_argmax(const EinsumPlan& plan, std::span<const T* const>
 template <CountingElement T>
 void einsum_distributed_counting(const EinsumPlan& plan, std::span<const T* const> values,
                                  std::span<const T* const> counts, T* out_values, T* out_counts, ncclComm_t comm,
-                                 CUstream stream = nullptr) {
+                                 CUstream stream = nullptr, const DistributedOptions& options = {}) {
   std::vector<const void*> v(values.begin(), values.end()), c(counts.begin(), counts.end());
-  detail::einsum_distributed_counting(plan.program(), sizeof(T), v, c, out_values, out_counts, comm, stream);
+  detail::einsum_distributed_counting(plan.program(), sizeof(T), v, c, out_values, out_counts, comm, stream,
+                                      options);
 }
 
 }  // namespace tropical

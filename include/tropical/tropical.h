@@ -450,7 +450,9 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_counting(const void* plan,
  * all-gather merged on the device), and every rank's output receives the whole result. NCCL is opened on first
  * use ($TROPICAL_NCCL_LIBRARY, else libnccl.so.2): TROPICAL_ERROR_UNAVAILABLE without it, TROPICAL_ERROR_CUDA for
  * a failing NCCL call (the message holds NCCL's text). Allocates its workspace and waits for the stream (refused
- * while the stream is being captured). */
+ * while the stream is being captured), each wait bounded: on NCCL's asynchronous error, or past
+ * $TROPICAL_NCCL_TIMEOUT_S seconds (else 600; a peer that never joined), the communicator is aborted
+ * (ncclCommAbort: unusable afterwards) and the call returns TROPICAL_ERROR_CUDA naming the collective. */
 TROPICAL_API tropical_status tropical_einsum_plan_run_distributed(const void* plan, const void* const* operands,
                                                                   void* output, void* comm, void* stream);
 

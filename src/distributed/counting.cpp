@@ -13,7 +13,7 @@
 #include "layout.hpp"
 #include "merge.hpp"
 #include "nccl.hpp"
-#include "tropical/device_buffer.hpp"
+#include "wait.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
 
@@ -23,12 +23,14 @@ namespace driver = jit::driver;
 
 void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_bytes,
                                  std::span<const void* const> values, std::span<const void* const> counts,
-                                 void* out_values, void* out_counts, ncclComm_t comm, CUstream stream) {
+                                 void* out_values, void* out_counts, ncclComm_t comm, CUstream stream,
+                                 const DistributedOptions& options) {
   using namespace einsum_detail;
   using namespace distributed_detail;
   if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
   check_pointers(plan, values, out_values, &plan);  // the workspace is the run's own
   check_pointers(plan, counts, out_counts, &plan);
+  const double limit_s = wait_limit_s(options.timeout_s);
   if (element_bytes != sizeof(float) && element_bytes != sizeof(double)) {
     throw InvalidArgument("tropical: counting einsum elements are float or double, not " +
                           std::to_string(element_bytes) + " bytes");
@@ -47,8 +49,7 @@ void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_
   const Layout layout(counting_bytes(plan.program, out, element_bytes), 2, rows, out, ranks.size, element_bytes);
   driver::ScopedContext context(device);
   refuse_under_capture(stream, "allocates its workspace and waits for the stream to free it");
-  DeviceBuffer<std::byte> owned(layout.bytes, device);
-  const WaitOnExit wait{stream, true};
+  RunWorkspace owned(api, comm, stream, limit_s, layout.bytes, device);
   std::byte* base = owned.get();
   // The outputs hold this rank's result, the all-gather's send buffers; the merge overwrites them afterwards.
   const SliceRange range = deal(ranks.rank, ranks.size);
@@ -69,8 +70,7 @@ void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_
   all_gather(api, gathers, 2, out_bytes, comm, stream);
   merge_counting_rows(element_bytes, gathered_values, gathered_counts, rows, out, out_values, out_counts,
                       base + layout.ones, base + layout.ones + layout.ones_pitch, stream);
-  // The workspace is freed when this returns: wait for the steps and the collectives that use it.
-  driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  owned.wait("ncclAllGather (values and counts, one group)");
 }
 
 }  // namespace tropical::detail

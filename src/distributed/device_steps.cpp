@@ -31,8 +31,11 @@ ArgmaxPart device_argmax_part(const detail::EinsumProgram& plan, const detail::E
 
 void device_to_host(void* dst, const void* src, std::size_t bytes, CUstream stream) {
   namespace driver = jit::driver;
+  // On the stream, not the legacy stream cuMemcpyDtoH uses, which would wait for every blocking stream of the
+  // context (the caller's too).
+  driver::check(driver::api().cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream),
+                "cuMemcpyDtoHAsync");
   driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  driver::check(driver::api().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
 }
 
 }  // namespace tropical::distributed_detail

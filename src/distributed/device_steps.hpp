@@ -31,7 +31,8 @@ ArgmaxPart device_argmax_part(const detail::EinsumProgram& plan, const detail::E
                               const void* zero, std::span<const void* const> operands, void* output,
                               void* workspace, einsum_detail::SliceRange range, CUstream stream);
 
-/// Copies `bytes` of the device to the host after waiting for the stream.
+/// Copies `bytes` of the device to the host on stream and waits for the stream (unbounded: for work without a
+/// collective, or after wait.hpp's bounded wait).
 void device_to_host(void* dst, const void* src, std::size_t bytes, CUstream stream);
 
 }  // namespace tropical::distributed_detail

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -11,11 +12,32 @@
 
 namespace tropical {
 
-NcclError::NcclError(std::string call, int result, const std::string& text)
+NcclError::NcclError(std::string call, int result, const std::string& text, const std::string& after)
     : Error(Errc::kCuda, "tropical: " + call + " failed with ncclResult_t " + std::to_string(result) +
-                             (text.empty() ? "" : " (" + text + ")")),
+                             (text.empty() ? "" : " (" + text + ")") + after),
       call_(std::move(call)),
       result_(result) {}
+
+NcclError::NcclError(const std::string& what, std::string call, int result)
+    : Error(Errc::kCuda, what), call_(std::move(call)), result_(result) {}
+
+namespace {
+
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << seconds;
+  return text.str();
+}
+
+}  // namespace
+
+NcclTimeout::NcclTimeout(std::string call, double seconds)
+    : NcclError("tropical: " + call + " did not complete within " + seconds_text(seconds) +
+                    " s (a rank that never joined it: it threw, crashed or ran another plan); the communicator "
+                    "was aborted (ncclCommAbort) and cannot be used again; the limit is "
+                    "DistributedOptions::timeout_s, else $TROPICAL_NCCL_TIMEOUT_S",
+                call, 0),
+      seconds_(seconds) {}
 
 namespace distributed_detail {
 namespace {
@@ -53,10 +75,12 @@ Nccl load_nccl(const std::string& library, const std::string& origin) {
   TROPICAL_NCCL_FN(ncclGroupStart)
   TROPICAL_NCCL_FN(ncclGroupEnd)
   TROPICAL_NCCL_FN(ncclGetErrorString)
+  TROPICAL_NCCL_FN(ncclCommGetAsyncError)
+  TROPICAL_NCCL_FN(ncclCommAbort)
 #undef TROPICAL_NCCL_FN
   if (missing != nullptr) {
     ::dlclose(handle);
-    throw Unavailable(prefix + " lacks " + missing + "; tropical needs NCCL 2");
+    throw Unavailable(prefix + " lacks " + missing + "; tropical needs NCCL 2.4 or later");
   }
   // The handle stays open for the life of the process, as the driver's: the entry points are kept.
   api.library = library;

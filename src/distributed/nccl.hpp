@@ -14,6 +14,7 @@ namespace tropical::distributed_detail {
 
 /// nccl.h's values of the enumerators tropical passes (fixed across NCCL 2.x).
 inline constexpr int kNcclSuccess = 0;
+inline constexpr int kNcclInProgress = 7;
 enum class NcclType : int { kUint8 = 1, kInt32 = 2, kInt64 = 4, kFloat32 = 7, kFloat64 = 8 };
 enum class NcclOp : int { kMax = 2, kMin = 3 };
 
@@ -35,6 +36,8 @@ struct Nccl {
   int (*ncclGroupStart)() = nullptr;
   int (*ncclGroupEnd)() = nullptr;
   const char* (*ncclGetErrorString)(int result) = nullptr;
+  int (*ncclCommGetAsyncError)(ncclComm_t comm, int* async_error) = nullptr;  // NCCL 2.4 and later
+  int (*ncclCommAbort)(ncclComm_t comm) = nullptr;
   std::string library;  ///< the name it was opened by (a path, or the soname)
 };
 

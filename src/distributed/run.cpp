@@ -10,7 +10,7 @@
 #include "device_steps.hpp"
 #include "layout.hpp"
 #include "nccl.hpp"
-#include "tropical/device_buffer.hpp"
+#include "wait.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
 
@@ -19,11 +19,13 @@ namespace tropical::detail {
 namespace driver = jit::driver;
 
 void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels, const DistributedKernels& more,
-                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream) {
+                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream,
+                        const DistributedOptions& options) {
   using namespace einsum_detail;
   using namespace distributed_detail;
   if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
   check_pointers(plan, operands, output, &plan);  // the workspace is the run's own
+  const double limit_s = wait_limit_s(options.timeout_s);
   const std::size_t eb = kernels.element_bytes;
   const std::int64_t out = plan.output_size;
   RunDevices devices;
@@ -38,19 +40,18 @@ void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels,
                       rows, out, ranks.size, eb);
   driver::ScopedContext context(device);
   refuse_under_capture(stream, "allocates its workspace and waits for the stream to free it");
-  DeviceBuffer<std::byte> owned(layout.bytes, device);
-  const WaitOnExit wait{stream, true};
+  RunWorkspace owned(api, comm, stream, limit_s, layout.bytes, device);
   queue_part(plan, kernels, more.zero, operands, output, owned.get(), deal(ranks.rank, ranks.size), stream);
   if (collective.all_reduce) {
     all_reduce(api, collective, output, static_cast<std::size_t>(out), comm, stream);
+    owned.wait("ncclAllReduce");
   } else {
     std::byte* gathered = owned.get() + layout.gathered;
     const Gather gather{output, gathered};
     all_gather(api, &gather, 1, static_cast<std::size_t>(out) * eb, comm, stream);
     queue_merge_rows(kernels, gathered, rows, out, output, owned.get() + layout.ones, stream);
+    owned.wait("ncclAllGather");
   }
-  // The workspace is freed when this returns: wait for the steps and the collective that use it.
-  driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
 }  // namespace tropical::detail

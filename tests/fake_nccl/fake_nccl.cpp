@@ -15,6 +15,8 @@ struct State {
   std::string failing;
   int result = 0;
   int rank = 0, size = 1, device = 0;
+  int async_error = 0;
+  long async_queries = 0;
 };
 
 State& state() {
@@ -51,6 +53,12 @@ __attribute__((visibility("default"))) void tropical_fake_nccl_fail(const char* 
   state().result = result;
 }
 
+__attribute__((visibility("default"))) void tropical_fake_nccl_set_async_error(int result) {
+  state().async_error = result;
+}
+
+__attribute__((visibility("default"))) long tropical_fake_nccl_async_queries() { return state().async_queries; }
+
 __attribute__((visibility("default"))) const char* ncclGetErrorString(int result) {
   return result == 0 ? "no error" : tropical::fake_nccl::kErrorText;
 }
@@ -86,6 +94,15 @@ __attribute__((visibility("default"))) int ncclAllGather(const void* send, void*
                                      ",comm=" + pointer(comm) + ",stream=" + pointer(stream));
 }
 #endif
+
+// Polled in a loop: counted, not logged.
+__attribute__((visibility("default"))) int ncclCommGetAsyncError(ncclComm_t, int* async_error) {
+  ++state().async_queries;
+  *async_error = state().async_error;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int ncclCommAbort(ncclComm_t comm) { return record("ncclCommAbort", pointer(comm)); }
 
 __attribute__((visibility("default"))) int ncclGroupStart() { return record("ncclGroupStart", ""); }
 
