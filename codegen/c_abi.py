@@ -98,6 +98,17 @@ EINSUM = {
     "tropical_einsum_plan_run_counting": ("tropical_status", "const void* plan, const void* const* values, "
                                                              "const void* const* counts, void* out_values, "
                                                              "void* out_counts, void* workspace, void* stream"),
+    "tropical_einsum_plan_run_distributed": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                                "void* output, void* comm, void* stream"),
+    "tropical_einsum_plan_run_distributed_argmax": ("tropical_status", "const void* plan, "
+                                                                       "const void* const* operands, void* output, "
+                                                                       "int64_t* assignment, void* comm, "
+                                                                       "void* stream"),
+    "tropical_einsum_plan_run_distributed_counting": ("tropical_status", "const void* plan, "
+                                                                         "const void* const* values, "
+                                                                         "const void* const* counts, "
+                                                                         "void* out_values, void* out_counts, "
+                                                                         "void* comm, void* stream"),
 }
 
 # Pointer parameters that Python passes as ctypes objects (byref() or a ctypes array): POINTER(T) there. Every

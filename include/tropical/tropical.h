@@ -444,6 +444,31 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_counting(const void* plan,
                                                                const void* const* counts, void* out_values,
                                                                void* out_counts, void* workspace, void* stream);
 
+/** tropical_einsum_plan_run on every rank of an NCCL communicator together (tropical/distributed.hpp): comm is
+ * the caller's ncclComm_t (a blocking communicator of the arrays' device), every rank passing the same plan and
+ * operands of the same values; slice s runs on rank s mod size, then one collective (an all-reduce, or an
+ * all-gather merged on the device), and every rank's output receives the whole result. NCCL is opened on first
+ * use ($TROPICAL_NCCL_LIBRARY, else libnccl.so.2): TROPICAL_ERROR_UNAVAILABLE without it, TROPICAL_ERROR_CUDA for
+ * a failing NCCL call (the message holds NCCL's text). Allocates its workspace and waits for the stream (refused
+ * while the stream is being captured), each wait bounded: on NCCL's asynchronous error, or past
+ * $TROPICAL_NCCL_TIMEOUT_S seconds (else 600; a peer that never joined), the communicator is aborted
+ * (ncclCommAbort: unusable afterwards) and the call returns TROPICAL_ERROR_CUDA naming the collective. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_distributed(const void* plan, const void* const* operands,
+                                                                  void* output, void* comm, void* stream);
+
+/** tropical_einsum_plan_run_argmax on every rank of an NCCL communicator together, as
+ * tropical_einsum_plan_run_distributed (output: device memory; assignment: host memory, written on every rank):
+ * every rank's values, winning slice and assignment all-gathered and merged with the smallest slice winning ties. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_distributed_argmax(const void* plan, const void* const* operands,
+                                                                         void* output, int64_t* assignment, void* comm,
+                                                                         void* stream);
+
+/** tropical_einsum_plan_run_counting on every rank of an NCCL communicator together, as
+ * tropical_einsum_plan_run_distributed (values and counts all-gathered and merged on the device). */
+TROPICAL_API tropical_status tropical_einsum_plan_run_distributed_counting(const void* plan, const void* const* values,
+                                                                           const void* const* counts, void* out_values,
+                                                                           void* out_counts, void* comm, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "device_backend.hpp"
+#include "device_counting.hpp"
 #include "tropical/counting.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/error.hpp"
@@ -51,7 +52,7 @@ struct MergeRegion {
 template <class T>
 void queue_counting(const EinsumProgram& plan, std::span<const void* const> values,
                     std::span<const void* const> counts, T* out_values, T* out_counts, std::byte* workspace,
-                    CUstream stream) {
+                    CUstream stream, SliceRange range) {
   const Program& program = plan.program;
   const std::size_t eb = sizeof(T);
   std::byte* ws_values = workspace;
@@ -74,9 +75,9 @@ void queue_counting(const EinsumProgram& plan, std::span<const void* const> valu
     backend.fill(mc.ones, &count_one, 2);
   }
   const CopyStep whole{{}, {}, {out}, {1}, {1}};  // the output's elements, in order
-  std::vector<std::int64_t> index(program.slice_extents.size(), 0);
   bool first = true;
-  do {
+  for (std::int64_t slice = range.first; slice < plan.info.slices; slice += range.step) {
+    const std::vector<std::int64_t> index = slice_index(program, slice);
     // The first slice writes the output; a later one the part row of the merge matrix.
     const Memory memory_v{values, ws_values,
                           reinterpret_cast<std::byte*>(first ? out_values : mv.so_far() + out), eb, &index};
@@ -108,10 +109,22 @@ void queue_counting(const EinsumProgram& plan, std::span<const void* const> valu
                                stream);
     }
     first = false;
-  } while (next_slice(program, index));
+  }
 }
 
 }  // namespace
+
+void queue_counting_slices(const EinsumProgram& plan, std::size_t element_bytes, std::span<const void* const> values,
+                           std::span<const void* const> counts, void* out_values, void* out_counts,
+                           std::byte* workspace, einsum_detail::SliceRange range, CUstream stream) {
+  if (element_bytes == sizeof(float)) {
+    queue_counting<float>(plan, values, counts, static_cast<float*>(out_values), static_cast<float*>(out_counts),
+                          workspace, stream, range);
+  } else {
+    queue_counting<double>(plan, values, counts, static_cast<double*>(out_values),
+                           static_cast<double*>(out_counts), workspace, stream, range);
+  }
+}
 
 void einsum_counting_device(const EinsumProgram& plan, std::size_t element_bytes,
                             std::span<const void* const> values, std::span<const void* const> counts,
@@ -140,13 +153,7 @@ void einsum_counting_device(const EinsumProgram& plan, std::size_t element_bytes
   }
   const WaitOnExit wait{stream, owned != nullptr};
   auto* ws = static_cast<std::byte*>(workspace != nullptr ? workspace : owned != nullptr ? owned->get() : nullptr);
-  if (element_bytes == sizeof(float)) {
-    queue_counting<float>(plan, values, counts, static_cast<float*>(out_values), static_cast<float*>(out_counts),
-                          ws, stream);
-  } else {
-    queue_counting<double>(plan, values, counts, static_cast<double*>(out_values),
-                           static_cast<double*>(out_counts), ws, stream);
-  }
+  queue_counting_slices(plan, element_bytes, values, counts, out_values, out_counts, ws, {}, stream);
   // A workspace of the run's own is freed when this returns: wait for the steps that use it.
   if (owned != nullptr) driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }

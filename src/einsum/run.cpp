@@ -83,6 +83,40 @@ bool next_slice(const Program& program, std::vector<std::int64_t>& index) {
   return d > 0;
 }
 
+std::vector<std::int64_t> slice_index(const Program& program, std::int64_t slice) {
+  std::vector<std::int64_t> index(program.slice_extents.size(), 0);
+  for (std::size_t d = index.size(); d-- > 0;) {
+    index[d] = slice % program.slice_extents[d];
+    slice /= program.slice_extents[d];
+  }
+  return index;
+}
+
+void run_slices(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels, Backend& backend,
+                std::span<const void* const> operands, void* output, void* workspace, SliceRange range,
+                const void* zero) {
+  const Program& program = plan.program;
+  check_pointers(plan, operands, output, workspace);
+  const std::int64_t slices = plan.info.slices;
+  if (range.first >= slices) {
+    backend.fill(output, zero, plan.output_size);
+    return;
+  }
+  const std::size_t eb = kernels.element_bytes;
+  auto* ws = static_cast<std::byte*>(workspace);
+  if (program.ones_count > 0) backend.fill(ws, kernels.one, program.ones_count);
+  std::byte* part = program.part_offset >= 0 ? ws + program.part_offset * static_cast<std::int64_t>(eb) : nullptr;
+  const bool lone = part != nullptr && range.first + range.step >= slices;
+  for (std::int64_t s = range.first; s < slices; s += range.step) {
+    const std::vector<std::int64_t> index = slice_index(program, s);
+    const bool direct = s == range.first && !lone;
+    run_slice(program, backend, {operands, ws, direct ? static_cast<std::byte*>(output) : part, eb, &index});
+    if (direct) continue;
+    if (lone) backend.fill(output, zero, plan.output_size);
+    merge(kernels, backend, part, output, plan.output_size, ws);
+  }
+}
+
 void run(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels, Backend& backend,
          std::span<const void* const> operands, void* output, void* workspace) {
   const Program& program = plan.program;

@@ -51,6 +51,23 @@ void merge(const detail::EinsumKernels& kernels, Backend& backend, const void* p
 /// itertools.product); false after the last.
 bool next_slice(const Program& program, std::vector<std::int64_t>& index);
 
+/// Every step-th slice from `first` (slices count as next_slice steps, from 0): the slices one runner takes.
+struct SliceRange {
+  std::int64_t first = 0;
+  std::int64_t step = 1;
+};
+
+/// The index of every sliced label of slice `slice` (next_slice's order: the last sliced label fastest).
+std::vector<std::int64_t> slice_index(const Program& program, std::int64_t slice);
+
+/// Runs the slices of `range` (those below the plan's slice count) on `backend` and merges them into output as
+/// run does; output is the semiring zero (`zero`, element_bytes on the host) where the range holds no slice. A
+/// lone slice of a sliced plan is merged into the zero too, so that every element of a sliced plan's output has
+/// been through a merge, as one run's (AndOr's bytes become 0 or 1). Throws as run does.
+void run_slices(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels, Backend& backend,
+                std::span<const void* const> operands, void* output, void* workspace, SliceRange range,
+                const void* zero);
+
 /// Runs every slice of plan on `backend`: operands and output as the plan's shapes, workspace at least
 /// workspace_elements elements. Throws InvalidArgument for a wrong operand count or a null pointer.
 void run(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels, Backend& backend,

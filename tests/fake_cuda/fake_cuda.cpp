@@ -1,5 +1,6 @@
 // A stand-in for libcuda.so.1 in tests without a GPU: one device (sm_90) and the three allocations of
-// fake_cuda.hpp, enough for the argument checks that ask the driver where a pointer lies. Every entry point
+// fake_cuda.hpp, enough for the argument checks that ask the driver where a pointer lies, and a cuStreamQuery
+// that answers as a test says, for the distributed runs' bounded waits. Every entry point
 // the library resolves exists (fake_cuda_stubs.cpp); those not defined here fail with
 // CUDA_ERROR_NOT_SUPPORTED, so a call that passes its checks stops at its first context operation
 // (cuDevicePrimaryCtxRetain: a CudaError) before anything is compiled or launched.
@@ -44,9 +45,28 @@ void attribute(CUpointer_attribute what, void* data, CUdeviceptr start) {
   }
 }
 
+// cuStreamQuery's answers (fake_cuda.hpp's kSetStreamQuery): CUDA_ERROR_NOT_READY that many times (forever
+// where negative), then CUDA_SUCCESS.
+long not_ready_rounds = 0;
+long stream_queries = 0;
+
 }  // namespace
 
 extern "C" {
+
+void tropical_fake_cuda_set_stream_query(long rounds) {
+  not_ready_rounds = rounds;
+  stream_queries = 0;
+}
+
+long tropical_fake_cuda_stream_queries() { return stream_queries; }
+
+CUresult cuStreamQuery(CUstream) {
+  ++stream_queries;
+  if (not_ready_rounds == 0) return CUDA_SUCCESS;
+  if (not_ready_rounds > 0) --not_ready_rounds;
+  return CUDA_ERROR_NOT_READY;
+}
 
 CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 

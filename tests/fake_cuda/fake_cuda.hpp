@@ -17,6 +17,12 @@ inline constexpr std::uintptr_t kThird = std::uintptr_t{1} << 33;
 /// it does not support (contexts, memsets, launches): a call refused by an argument check adds none.
 inline constexpr const char* kUnsupportedCalls = "tropical_fake_cuda_unsupported_calls";
 
+/// extern "C" void (long rounds): cuStreamQuery of any stream answers CUDA_ERROR_NOT_READY `rounds` times (every
+/// time where negative), then CUDA_SUCCESS; resets the count below. Before any call: CUDA_SUCCESS.
+inline constexpr const char* kSetStreamQuery = "tropical_fake_cuda_set_stream_query";
+/// extern "C" long (): cuStreamQuery's calls since the last kSetStreamQuery.
+inline constexpr const char* kStreamQueries = "tropical_fake_cuda_stream_queries";
+
 /// The environment variable the api_fake_driver test sets, so that tests know which driver they see.
 inline constexpr const char* kEnvironment = "TROPICAL_TEST_FAKE_DRIVER";
 

@@ -1,0 +1,57 @@
+// einsum_distributed: this rank's slices (dealing.hpp) contracted on its device and merged (device_steps.hpp's
+// queue_part), then one collective over the communicator: an in-place all-reduce of the output, or an all-gather
+// of every rank's output merged on the device (queue_merge_rows).
+
+#include <vector>
+
+#include "../einsum/device_backend.hpp"
+#include "collective.hpp"
+#include "dealing.hpp"
+#include "device_steps.hpp"
+#include "layout.hpp"
+#include "nccl.hpp"
+#include "wait.hpp"
+#include "tropical/error.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical::detail {
+
+namespace driver = jit::driver;
+
+void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels, const DistributedKernels& more,
+                        std::span<const void* const> operands, void* output, ncclComm_t comm, CUstream stream,
+                        const DistributedOptions& options) {
+  using namespace einsum_detail;
+  using namespace distributed_detail;
+  if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
+  check_pointers(plan, operands, output, &plan);  // the workspace is the run's own
+  const double limit_s = wait_limit_s(options.timeout_s);
+  const std::size_t eb = kernels.element_bytes;
+  const std::int64_t out = plan.output_size;
+  RunDevices devices;
+  devices.add_operands(plan, operands, eb, "einsum operand");
+  devices.add(output, static_cast<std::size_t>(out) * eb, "the einsum output");
+  const int device = devices.device(stream);
+  const Nccl& api = nccl();
+  const Ranks ranks = ranks_of(api, comm, device);
+  const Collective collective = collective_for(more.add, more.element);
+  const std::int64_t rows = holders(plan.info.slices, ranks.size);
+  const Layout layout(static_cast<std::size_t>(plan.program.workspace_elements) * eb, collective.all_reduce ? 0 : 1,
+                      rows, out, ranks.size, eb);
+  driver::ScopedContext context(device);
+  refuse_under_capture(stream, "allocates its workspace and waits for the stream to free it");
+  RunWorkspace owned(api, comm, stream, limit_s, layout.bytes, device);
+  queue_part(plan, kernels, more.zero, operands, output, owned.get(), deal(ranks.rank, ranks.size), stream);
+  if (collective.all_reduce) {
+    all_reduce(api, collective, output, static_cast<std::size_t>(out), comm, stream);
+    owned.wait("ncclAllReduce");
+  } else {
+    std::byte* gathered = owned.get() + layout.gathered;
+    const Gather gather{output, gathered};
+    all_gather(api, &gather, 1, static_cast<std::size_t>(out) * eb, comm, stream);
+    queue_merge_rows(kernels, gathered, rows, out, output, owned.get() + layout.ones, stream);
+    owned.wait("ncclAllGather");
+  }
+}
+
+}  // namespace tropical::detail
