@@ -19,29 +19,8 @@ namespace {
 
 using einsum_test::Net;
 
-template <class T>
-struct Pairs {
-  std::vector<std::vector<T>> values, counts;
-};
-
-template <class T>
-Pairs<T> random_pairs(const Net& net, std::mt19937& rng) {
-  Pairs<T> p;
-  for (const auto& shape : net.shapes()) {
-    std::int64_t n = 1;
-    for (std::int64_t s : shape) n *= s;
-    std::vector<T> v(n), c(n);
-    for (std::int64_t i = 0; i < n; ++i) {
-      // Few distinct values: many ties to count. No -inf: its counts are kept (reference.hpp), so a
-      // contraction order that multiplies -inf late counts other configurations than the brute force does.
-      v[i] = static_cast<T>(rng() % 3);
-      c[i] = static_cast<T>(rng() % 3);
-    }
-    p.values.push_back(std::move(v));
-    p.counts.push_back(std::move(c));
-  }
-  return p;
-}
+using einsum_test::Pairs;
+using einsum_test::random_pairs;
 
 template <class T>
 std::pair<std::vector<T>, std::vector<T>> brute_force(const Net& net, const Pairs<T>& p) {

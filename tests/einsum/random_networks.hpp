@@ -136,4 +136,30 @@ inline std::string describe(const Net& net) {
   return s + "]";
 }
 
+/// A CountingTropical network's operands: values and counts, one array each per operand.
+template <class T>
+struct Pairs {
+  std::vector<std::vector<T>> values, counts;
+};
+
+/// Random (values, counts) operands of `net`: few distinct values (many ties to count) and small counts. No -inf:
+/// its counts are kept (reference.hpp), so an order that multiplies -inf late counts other configurations than a
+/// brute force does.
+template <class T>
+Pairs<T> random_pairs(const Net& net, std::mt19937& rng) {
+  Pairs<T> p;
+  for (const auto& shape : net.shapes()) {
+    std::int64_t n = 1;
+    for (std::int64_t e : shape) n *= e;
+    std::vector<T> v(static_cast<std::size_t>(n)), c(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<T>(rng() % 3);
+      c[i] = static_cast<T>(rng() % 3);
+    }
+    p.values.push_back(std::move(v));
+    p.counts.push_back(std::move(c));
+  }
+  return p;
+}
+
 }  // namespace tropical::einsum_test

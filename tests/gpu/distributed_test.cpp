@@ -255,29 +255,8 @@ TEST_F(GpuDistributed, argmax_gives_the_host_values_and_assignment_over_one_rank
   random_networks_argmax_match<AndOr, std::uint8_t>(23);
 }
 
-/// (values, counts) of a CountingTropical run's operands.
-template <class T>
-struct Pairs {
-  std::vector<std::vector<T>> values, counts;
-};
-
-/// Few distinct values (many ties to count) and small counts, as tests/gpu/einsum_test.cpp's.
-template <class T>
-Pairs<T> random_pairs(const einsum_test::Net& net, std::mt19937& rng) {
-  Pairs<T> p;
-  for (const auto& shape : net.shapes()) {
-    std::int64_t n = 1;
-    for (std::int64_t e : shape) n *= e;
-    std::vector<T> v(static_cast<std::size_t>(n)), c(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      v[i] = static_cast<T>(rng() % 3);
-      c[i] = static_cast<T>(rng() % 3);
-    }
-    p.values.push_back(std::move(v));
-    p.counts.push_back(std::move(c));
-  }
-  return p;
-}
+using einsum_test::Pairs;
+using einsum_test::random_pairs;
 
 /// Every rank's counting part of a communicator of `size` on device 0 (the counting slice loop; a rank without
 /// slices holds (-inf, 0)), merged by merge_counting_rows on the device as the gathered run merges them.

@@ -223,29 +223,8 @@ TEST_F(GpuEinsum, argmax_gives_the_host_values_and_assignment) {
   }
 }
 
-/// (values, counts) of a CountingTropical run's operands or result.
-template <class T>
-struct Pairs {
-  std::vector<std::vector<T>> values, counts;
-};
-
-/// Few distinct values (many ties to count) and small counts, as tests/einsum/counting_test.cpp.
-template <class T>
-Pairs<T> random_pairs(const einsum_test::Net& net, std::mt19937& rng) {
-  Pairs<T> p;
-  for (const auto& shape : net.shapes()) {
-    std::int64_t n = 1;
-    for (std::int64_t e : shape) n *= e;
-    std::vector<T> v(static_cast<std::size_t>(n)), c(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      v[i] = static_cast<T>(rng() % 3);
-      c[i] = static_cast<T>(rng() % 3);
-    }
-    p.values.push_back(std::move(v));
-    p.counts.push_back(std::move(c));
-  }
-  return p;
-}
+using einsum_test::Pairs;
+using einsum_test::random_pairs;
 
 template <class T>
 std::pair<std::vector<T>, std::vector<T>> counting_on_host(const EinsumPlan& plan, const Pairs<T>& p) {
