@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../einsum/random_networks.hpp"
+#include "einsum_device.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/einsum.hpp"
 #include "tropical/error.hpp"
@@ -31,27 +32,11 @@ class GpuEinsum : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!drv::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
-    static const bool cache = [] {
-      std::string pattern = (std::filesystem::temp_directory_path() / "tropical-einsum-XXXXXX").string();
-      setenv("TROPICAL_CACHE_DIR", mkdtemp(pattern.data()), 1);
-      return true;
-    }();
-    (void)cache;
+    einsum_test::use_temporary_cache("tropical-einsum");
   }
 };
 
-template <class T>
-struct DeviceOperands {
-  std::vector<std::unique_ptr<DeviceBuffer<T>>> buffers;
-  std::vector<const T*> pointers;
-
-  explicit DeviceOperands(const std::vector<std::vector<T>>& host) {
-    for (const auto& x : host) {
-      buffers.push_back(std::make_unique<DeviceBuffer<T>>(x.empty() ? std::vector<T>(1) : x));
-      pointers.push_back(buffers.back()->get());
-    }
-  }
-};
+using einsum_test::DeviceOperands;
 
 template <class S, class T>
 std::vector<T> on_host(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
