@@ -238,6 +238,21 @@ std::int64_t permute_blocks(const PermuteLaunch& plan, std::size_t element_bytes
   return blocks;
 }
 
+namespace {
+
+/// Launches device op O's kernel of the element width `element_bytes` (1, 2, 4 or 8: one kernel a width).
+template <Op O, class Args>
+void launch_width(std::size_t element_bytes, CUdevice device, const Grid& grid, CUstream stream, Args& args) {
+  switch (element_bytes) {
+    case 1: launch_device_op<O, std::uint8_t>(device, grid, stream, args); break;
+    case 2: launch_device_op<O, std::int16_t>(device, grid, stream, args); break;
+    case 4: launch_device_op<O, std::int32_t>(device, grid, stream, args); break;
+    default: launch_device_op<O, std::int64_t>(device, grid, stream, args); break;
+  }
+}
+
+}  // namespace
+
 void permute(std::size_t element_bytes, const void* src, void* dst, const StridedCopy& copy, CUstream stream) {
   if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8) {
     invalid("permute: element_bytes = " + std::to_string(element_bytes) + " is not 1, 2, 4 or 8");
@@ -250,27 +265,16 @@ void permute(std::size_t element_bytes, const void* src, void* dst, const Stride
   if (api.cuCtxGetDevice(&device) != CUDA_SUCCESS) invalid("permute: no current CUDA context");
   // Boxed: a grid of at most kBoxGrid blocks, each locating its threads' elements of the box once for the run of
   // boxes it copies. Else one tile (or run) a block; past 2^31 - 1 blocks the kernel loops.
-  if (plan.mode == PermuteMode::kBoxed) {
-    const Grid grid{static_cast<unsigned>(
-                        std::min<std::int64_t>(permute_blocks(plan, element_bytes), catalog::PermuteBoxedGeometry::kBoxGrid)),
-                    1, 1};
+  const bool boxed = plan.mode == PermuteMode::kBoxed;
+  const std::int64_t cap = boxed ? catalog::PermuteBoxedGeometry::kBoxGrid : 0x7fffffff;
+  const Grid grid{static_cast<unsigned>(std::min(permute_blocks(plan, element_bytes), cap)), 1, 1};
+  if (boxed) {
     catalog::PermuteBoxedArgs args{.src = src, .dst = dst, .copy = plan.copy};
-    switch (element_bytes) {
-      case 1: launch_device_op<Op::kPermuteBoxed, std::uint8_t>(device, grid, stream, args); break;
-      case 2: launch_device_op<Op::kPermuteBoxed, std::int16_t>(device, grid, stream, args); break;
-      case 4: launch_device_op<Op::kPermuteBoxed, std::int32_t>(device, grid, stream, args); break;
-      default: launch_device_op<Op::kPermuteBoxed, std::int64_t>(device, grid, stream, args); break;
-    }
+    launch_width<Op::kPermuteBoxed>(element_bytes, device, grid, stream, args);
     return;
   }
-  const Grid grid{static_cast<unsigned>(std::min<std::int64_t>(permute_blocks(plan, element_bytes), 0x7fffffff)), 1, 1};
   catalog::PermuteArgs args{.src = src, .dst = dst, .copy = plan.copy, .mode = static_cast<int>(plan.mode)};
-  switch (element_bytes) {
-    case 1: launch_device_op<Op::kPermute, std::uint8_t>(device, grid, stream, args); break;
-    case 2: launch_device_op<Op::kPermute, std::int16_t>(device, grid, stream, args); break;
-    case 4: launch_device_op<Op::kPermute, std::int32_t>(device, grid, stream, args); break;
-    default: launch_device_op<Op::kPermute, std::int64_t>(device, grid, stream, args); break;
-  }
+  launch_width<Op::kPermute>(element_bytes, device, grid, stream, args);
 }
 
 }  // namespace tropical::detail
