@@ -128,14 +128,18 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   EXPECT_EQ(l.copy.src_stride[0], 1);
   EXPECT_EQ(l.copy.size[1], 20);  // the destination's fastest
   EXPECT_EQ(l.copy.dst_stride[1], 1);
-  // The same with an axis shorter than kMinTiledAxis: a box of both (the destination's fastest first).
+  // The same with an axis shorter than kMinTiledAxis: a box of both, in the threads' order the destination's run
+  // (8, then 2 of the 60 to reach 16), then the rest of the 60.
   l = detail::permute_launch(permute_test::permuted({4, 2, 60}, {2, 0, 1}).copy);
   EXPECT_EQ(l.mode, PermuteMode::kBoxed);
-  EXPECT_EQ(l.copy.inner, 2);
+  EXPECT_EQ(l.copy.inner, 3);
   EXPECT_EQ(l.copy.size[0], 8);
   EXPECT_EQ(l.copy.dst_stride[0], 1);
-  EXPECT_EQ(l.copy.size[1], 60);
+  EXPECT_EQ(l.copy.size[1], 2);
   EXPECT_EQ(l.copy.src_stride[1], 1);
+  EXPECT_EQ(l.copy.dst_stride[1], 8);
+  EXPECT_EQ(l.copy.size[2], 30);
+  EXPECT_EQ(l.copy.src_stride[2], 2);
   // A long axis under short ones: split, its inner part in the box (4096 = 512 x 8 after the 8 x 2 x ... taken).
   l = detail::permute_launch(permute_test::permuted({2, 2, 4096, 2}, {3, 2, 0, 1}).copy);
   EXPECT_EQ(l.mode, PermuteMode::kBoxed);
@@ -164,6 +168,38 @@ TEST(PermuteLaunch, merges_axes_contiguous_on_both_sides_and_tiles_only_a_moved_
   StridedCopy scalar{};
   EXPECT_EQ(detail::permute_launch(scalar).elements, 1);
   EXPECT_EQ(detail::permute_launch(permute_test::permuted({3, 0, 2}, {2, 1, 0}).copy).elements, 0);
+}
+
+/// The contiguous run of one side's elements (destination: dst_stride, source: src_stride) that a launch's box
+/// covers: its axes that each step exactly past the ones before, from stride 1.
+std::int64_t box_run(const PermuteLaunch& l, std::int64_t (StridedCopy::*stride)[32]) {
+  std::int64_t run = 1;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int a = 0; a < l.copy.inner; ++a) {
+      if ((l.copy.*stride)[a] == run && l.copy.size[a] > 1) {
+        run *= l.copy.size[a];
+        grew = true;
+      }
+    }
+  }
+  return run;
+}
+
+TEST(EmulatedPermute, a_box_covers_runs_of_32_elements_on_both_sides_and_matches_the_host_loop) {
+  // (v, x, y, z, w) -> (x, z, y, w, v), sizes 2, 16, 512, 2, 2: the destination's fastest (v) and the source's (w)
+  // are short, and y (512) follows both. Taken whole, y would fill the box with a source run of 2 elements (z, the
+  // source's next, left out): a quarter of every sector read. The box takes 8 of y, then z, then fills up.
+  const Case c = permute_test::permuted({2, 16, 512, 2, 2}, {1, 3, 2, 4, 0});
+  const PermuteLaunch l = detail::permute_launch(c.copy);
+  ASSERT_EQ(l.mode, PermuteMode::kBoxed);
+  std::int64_t box = 1;
+  for (int a = 0; a < l.copy.inner; ++a) box *= l.copy.size[a];
+  EXPECT_EQ(box, 2048);
+  EXPECT_GE(box_run(l, &StridedCopy::dst_stride), 32);
+  EXPECT_GE(box_run(l, &StridedCopy::src_stride), 32);
+  std::mt19937_64 rng(10);
+  for (std::int64_t shrink : {1, 5}) check<std::int32_t>(c, "tropical_permute_i32", rng, shrink);
 }
 
 TEST(EmulatedPermute, a_split_box_with_a_broadcast_axis_matches_the_host_loop_on_small_grids) {
@@ -243,14 +279,15 @@ TEST(PermuteLaunch, a_full_rank_copy_stays_at_the_rank_limit_and_a_box_s_offsets
   EXPECT_EQ(elements, l.elements);
   EXPECT_EQ(box, 1024);
   expect_same_mapping(full, l);
-  // One axis fewer: the 3000 splits (1000 of it in the box, with the destination's first 2).
+  // One axis fewer: the 3000 splits (40 of it in the box, the smallest divisor reaching a run of 32, with the
+  // destination's first five 2s, a run of 32; the next 2 would not fit).
   const StridedCopy split = mixed(detail::kMaxPermuteRank - 12);
   const PermuteLaunch s = detail::permute_launch(split);
   EXPECT_EQ(s.mode, PermuteMode::kBoxed);
   EXPECT_EQ(s.copy.rank, detail::kMaxPermuteRank);
   box = 1;
   for (int a = 0; a < s.copy.inner; ++a) box *= s.copy.size[a];
-  EXPECT_EQ(box, 2000);
+  EXPECT_EQ(box, 1280);
   expect_same_mapping(split, s);
   // An 8 x 8 transpose is a box of both, unless a box's source offsets reach 2^31 (the kernel's 32-bit
   // offsets): then a plain copy.
