@@ -1,0 +1,353 @@
+// bits_wgmma_lab: the bit-packed AndOr product C = OR_k A(i, k) AND B(k, j) on Hopper's warpgroup binary
+// tensor cores (wgmma.mma_async m64nNk256 .s32.b1.b1.and.popc, sm_90a only), variants side by side, each
+// checked bit for bit against a plain CUDA-core reference on odd sizes and on the timed ones. A packed by rows,
+// B by columns (B^T by rows), 32-bit words, bit j % 32 of word j / 32, rows lda / ldb words (a multiple of 4:
+// 16-byte copies), bits past k zero. Outputs: packed bits (ldc words a row) or int32 witness counts.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90a -o bits_wgmma_lab tools/bits_wgmma_lab.cu
+//   bits_wgmma_lab [N ...]   (timed sizes, N^3; default 16384 8192; LAB_DENSITY=p, default 0.01)
+// tools/bits_wgmma_lab.sh builds, prints ptxas' registers and spills, and runs it.
+//
+// The kernels (bits_wgmma_kernel.cuh): a block computes BM x BN of C (BM = 128 WGM: two consumer warpgroups of
+// WGM m64 tiles each, wgmma m64nBNk256), walking k through a ring of STAGES stages of KB bits (rows of KB / 8
+// bytes, 128 or 64: the swizzle's width) filled by cp.async. WS 0: every thread copies and the block's barrier
+// hands the stages over; WS 1: a producer warpgroup copies, mbarriers (full, empty) hand the stages over.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bits_wgmma_kernel.cuh"
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+__device__ __host__ inline unsigned long long mix(unsigned long long x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// Rows x ld words of random bits, each 1 with probability p, bits past k zero.
+__global__ void fill_bits(unsigned* w, int rows, int ld, int k, unsigned long long seed, double p) {
+  const unsigned long long cut = (unsigned long long)(p * (double)(1ull << 24));
+  const long long words = (long long)rows * ld;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x) {
+    const int col = (int)(i % ld);
+    unsigned v = 0;
+    for (int b = 0; b < 32; ++b)
+      if (32 * col + b < k) v |= (unsigned)((mix(seed ^ (unsigned long long)(32 * i + b)) >> 40) < cut) << b;
+    w[i] = v;
+  }
+}
+
+// The reference: witness counts on CUDA cores, 64 x 64 outputs a block of 16 x 16 threads.
+__global__ void __launch_bounds__(256) reference_counts(const unsigned* a, const unsigned* bt, int* c, int m, int n,
+                                                        int kw, int lda, int ldb, int ldc) {
+  __shared__ unsigned sa[64][33], sb[64][33];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+  const int i0 = blockIdx.y * 64, j0 = blockIdx.x * 64;
+  int cnt[4][4] = {};
+  for (int w0 = 0; w0 < kw; w0 += 32) {
+    for (int q = tid; q < 64 * 32; q += 256) {
+      const int r = q / 32, w = q % 32;
+      sa[r][w] = i0 + r < m && w0 + w < kw ? a[(size_t)(i0 + r) * lda + w0 + w] : 0u;
+      sb[r][w] = j0 + r < n && w0 + w < kw ? bt[(size_t)(j0 + r) * ldb + w0 + w] : 0u;
+    }
+    __syncthreads();
+    for (int w = 0; w < 32; ++w)
+      for (int x = 0; x < 4; ++x)
+        for (int y = 0; y < 4; ++y) cnt[x][y] += __popc(sa[ty + 16 * x][w] & sb[tx + 16 * y][w]);
+    __syncthreads();
+  }
+  for (int x = 0; x < 4; ++x)
+    for (int y = 0; y < 4; ++y)
+      if (i0 + ty + 16 * x < m && j0 + tx + 16 * y < n) c[(size_t)(i0 + ty + 16 * x) * ldc + j0 + tx + 16 * y] = cnt[x][y];
+}
+
+// Mismatches of C against the reference counts: out[0] += their number, out[1] = min(i * cols + j) of them.
+// Packed bits: every bit of the row's words, those past n expected zero.
+__global__ void compare(const void* got, const int* ref, int m, int n, int ldc, int ldr, int output,
+                        unsigned long long* out) {
+  const int cols = output == 0 ? 32 * ldc : n;
+  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < (long long)m * cols;
+       q += (long long)gridDim.x * blockDim.x) {
+    const int i = (int)(q / cols), j = (int)(q % cols);
+    bool bad;
+    if (output == 0) {
+      const unsigned bit = (static_cast<const unsigned*>(got)[(size_t)i * ldc + j / 32] >> (j % 32)) & 1u;
+      bad = bit != (j < n && ref[(size_t)i * ldr + j] != 0 ? 1u : 0u);
+    } else {
+      bad = static_cast<const int*>(got)[(size_t)i * ldc + j] != ref[(size_t)i * ldr + j];
+    }
+    if (bad) {
+      atomicAdd(&out[0], 1ull);
+      atomicMin(&out[1], (unsigned long long)q);
+    }
+  }
+}
+
+// The tensor pipe alone: two warpgroups a block, each wgmma m64n256k256 over one stage of zeros, back to back.
+__global__ void __launch_bounds__(256) ceiling_kernel(int* out, int iters) {
+  extern __shared__ __align__(1024) unsigned char ceiling_smem[];
+  const std::uint32_t ring = (wg::smem_address(ceiling_smem) + 1023u) & ~1023u;
+  unsigned char* base = ceiling_smem + (ring - wg::smem_address(ceiling_smem));
+  for (int q = threadIdx.x; q < 384 * 128 / 4; q += blockDim.x) reinterpret_cast<unsigned*>(base)[q] = 0u;
+  wg::fence_proxy_async();
+  __syncthreads();
+  int acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0;
+  const unsigned long long da = wg::descriptor(ring + (threadIdx.x / 128) * 64 * 128, 128);
+  const unsigned long long db = wg::descriptor(ring + 128 * 128, 128);
+  for (int it = 0; it < iters; ++it) {
+    wg::fence_registers(acc);
+    wg::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) wg::wgmma_n256(acc, da + 2 * kk, db + 2 * kk);
+    wg::wgmma_commit();
+    wg::wgmma_wait<1>();
+    wg::fence_registers(acc);
+  }
+  wg::wgmma_wait<0>();
+  wg::fence_registers(acc);
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) s += acc[i];
+  if (s != 0) out[0] = s;  // zeros in, zeros out: anything else is a broken instruction
+}
+
+struct Problem {
+  int m, n, k, lda, ldb;
+  unsigned *a, *bt;
+  int* ref;  // m x n reference counts, ld n
+  void* c;   // m x ldc of the output (room for counts with ldc = n rounded up to 4)
+};
+typedef void (*LaunchFn)(const Problem&, int output, int ldc);
+struct Variant {
+  const char* name;
+  const void* fn;
+  LaunchFn launch;
+  int threads, smem;
+};
+template <class C>
+void launch(const Problem& p, int output, int ldc) {
+  const int tiles = ((p.m + C::kBM - 1) / C::kBM) * ((p.n + C::kBN - 1) / C::kBN);
+  bits_wgmma_kernel<C><<<tiles, C::kThreads, C::kSmem>>>(p.a, p.bt, p.c, p.m, p.n, p.k, p.lda, p.ldb, ldc, output);
+}
+template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0>
+Variant make(const char* name) {
+  using C = WgCfg<WGM, BN, KB, STAGES, WS, GROUP, MINB, PREGS>;
+  return {name, (const void*)bits_wgmma_kernel<C>, launch<C>, C::kThreads, C::kSmem};
+}
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runs one variant on one output form `reps` times (2 warm-ups first when timed), checks C against the
+// reference and prints one line.
+static void run(const Variant& v, Problem& p, int output, int reps) {
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, v.fn));
+  int per_sm = -1;
+  if (cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.fn, v.threads, v.smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = -1;
+  }
+  const int ldc = output == 0 ? (p.n + 31) / 32 : (p.n + 3) / 4 * 4;
+  CK(cudaMemset(p.c, 0xff, (size_t)p.m * ldc * 4));  // unwritten elements show as mismatches
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  const char* fail = nullptr;
+  bool fault = false;
+  for (int r = 0; r < reps + (reps > 1 ? 2 : 0); ++r) {
+    CK(cudaEventRecord(e0));
+    v.launch(p, output, ldc);
+    cudaError_t e = cudaGetLastError();  // a launch refused (resources): the context lives on
+    if (e == cudaSuccess) {
+      CK(cudaEventRecord(e1));
+      e = cudaEventSynchronize(e1);  // a fault or a trap (bar_wait's deadlock guard): the context is lost
+      fault = e != cudaSuccess;
+    }
+    if (e != cudaSuccess) {
+      fail = cudaGetErrorString(e);
+      break;
+    }
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    if (reps == 1 || r >= 2) ms.push_back(t);
+  }
+  const char* form = output == 0 ? "bits" : "counts";
+  char size[32];
+  std::snprintf(size, sizeof size, "%dx%dx%d", p.m, p.n, p.k);
+  if (fail) {
+    std::printf("%-46s %4d %5zu %4d %5d | %-15s %-6s FAILED: %s\n", v.name, fa.numRegs, fa.localSizeBytes, per_sm,
+                v.smem / 1024, size, form, fail);
+    std::fflush(stdout);
+    if (fault) std::exit(2);  // the context is lost: tools/bits_wgmma_lab.sh runs each variant on its own
+    return;
+  }
+  unsigned long long* d;
+  CK(cudaMalloc(&d, 16));
+  const unsigned long long init[2] = {0ull, ~0ull};
+  CK(cudaMemcpy(d, init, 16, cudaMemcpyHostToDevice));
+  compare<<<1024, 256>>>(p.c, p.ref, p.m, p.n, ldc, p.n, output, d);
+  unsigned long long h[2];
+  CK(cudaMemcpy(h, d, 16, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  char check[160];
+  if (h[0] == 0) {
+    std::snprintf(check, sizeof check, "ok");
+  } else {
+    const int cols = output == 0 ? 32 * ldc : p.n, i = (int)(h[1] / cols), j = (int)(h[1] % cols);
+    unsigned got = 0;
+    int want = 0;
+    CK(cudaMemcpy(&got, static_cast<unsigned*>(p.c) + (size_t)i * ldc + (output == 0 ? j / 32 : j), 4,
+                  cudaMemcpyDeviceToHost));
+    if (j < p.n) CK(cudaMemcpy(&want, p.ref + (size_t)i * p.n + j, 4, cudaMemcpyDeviceToHost));
+    if (output == 0)
+      std::snprintf(check, sizeof check, "BAD %llu of %lld; first (%d, %d): bit %u (word 0x%08x), count %d", h[0],
+                    (long long)p.m * cols, i, j, (got >> (j % 32)) & 1u, got, want);
+    else
+      std::snprintf(check, sizeof check, "BAD %llu of %lld; first (%d, %d): %d, reference %d", h[0],
+                    (long long)p.m * cols, i, j, (int)got, want);
+  }
+  const float t = median(ms);
+  const double pps = (double)p.m * p.n * p.k / (t * 1e-3) / 1e15;
+  std::printf("%-46s %4d %5zu %4d %5d | %-15s %-6s %8.3f %7.3f  %s\n", v.name, fa.numRegs, fa.localSizeBytes,
+              per_sm, v.smem / 1024, size, form, t, pps, check);
+  std::fflush(stdout);
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+}
+
+static void size_block(const std::vector<Variant>& variants, int m, int n, int k, double density, int reps,
+                       bool quiet) {
+  Problem p;
+  p.m = m, p.n = n, p.k = k;
+  p.lda = p.ldb = ((k + 31) / 32 + 3) / 4 * 4;
+  CK(cudaMalloc(&p.a, (size_t)m * p.lda * 4));
+  CK(cudaMalloc(&p.bt, (size_t)n * p.ldb * 4));
+  CK(cudaMalloc(&p.ref, (size_t)m * n * 4));
+  CK(cudaMalloc(&p.c, (size_t)m * ((n + 3) / 4 * 4) * 4));
+  fill_bits<<<2048, 256>>>(p.a, m, p.lda, k, 11 + k, density);
+  fill_bits<<<2048, 256>>>(p.bt, n, p.ldb, k, 23 + k, density);
+  reference_counts<<<dim3((n + 63) / 64, (m + 63) / 64), dim3(16, 16)>>>(p.a, p.bt, p.ref, m, n, (k + 31) / 32, p.lda,
+                                                                         p.ldb, n);
+  CK(cudaDeviceSynchronize());
+  if (!quiet) std::printf("--- m %d n %d k %d, density %.4g%s\n", m, n, k, density, reps > 1 ? ", timed" : ", checked");
+  for (const Variant& v : variants)
+    for (int output : {0, 2}) run(v, p, output, reps);
+  CK(cudaFree(p.a));
+  CK(cudaFree(p.bt));
+  CK(cudaFree(p.ref));
+  CK(cudaFree(p.c));
+}
+
+static void ceiling(const cudaDeviceProp& prop) {
+  {  // the ceiling: 1 and 2 blocks (2 and 4 warpgroups) per SM
+    int* dout;
+    CK(cudaMalloc(&dout, 4));
+    CK(cudaMemset(dout, 0, 4));
+    const int smem = 384 * 128 + 1024, iters = 2048;
+    CK(cudaFuncSetAttribute(ceiling_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    for (int per_sm : {1, 2}) {
+      const int blocks = prop.multiProcessorCount * per_sm;
+      cudaEvent_t e0, e1;
+      CK(cudaEventCreate(&e0));
+      CK(cudaEventCreate(&e1));
+      std::vector<float> ms;
+      for (int r = 0; r < 7; ++r) {
+        CK(cudaEventRecord(e0));
+        ceiling_kernel<<<blocks, 256, smem>>>(dout, iters);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (r >= 2) ms.push_back(t);
+      }
+      int bad = 0;
+      CK(cudaMemcpy(&bad, dout, 4, cudaMemcpyDeviceToHost));
+      const double macs = (double)blocks * 2 * iters * 4 * 64.0 * 256 * 256;
+      std::printf("ceiling wgmma m64n256k256 and.popc, %d warpgroups/SM: %8.3f ms  %.3f P/s%s\n", 2 * per_sm,
+                  median(ms), macs / (median(ms) * 1e-3) / 1e15, bad ? "  (NONZERO SUM: broken)" : "");
+    }
+    CK(cudaFree(dout));
+  }
+}
+
+static std::vector<Variant> variants() {
+  // name: block tile, consumer warpgroups' tiles, stage bits x stages, hand-over, raster group, blocks/SM.
+  return {
+      make<1, 256, 1024, 4, 0, 8, 1>("w0 128x256 2wg(64x256) 1024bx4 sync"),
+      make<1, 256, 512, 8, 0, 8, 1>("w1 128x256 2wg(64x256) 512bx8 sync"),
+      make<2, 128, 1024, 4, 0, 8, 1>("w2 256x128 2wg(128x128) 1024bx4 sync"),
+      make<1, 128, 512, 6, 0, 8, 2>("w3 128x128 2wg(64x128) 512bx6 sync 2blk/SM"),
+      make<1, 256, 1024, 4, 1, 8, 1>("w4 128x256 2wg(64x256) 1024bx4 producer wg"),
+      make<1, 256, 512, 8, 1, 8, 1>("w5 128x256 2wg(64x256) 512bx8 producer wg"),
+      make<2, 128, 1024, 4, 1, 8, 1>("w6 256x128 2wg(128x128) 1024bx4 producer wg"),
+      make<1, 256, 1024, 4, 1, 16, 1>("w7 w4 + raster group 16"),
+      make<1, 256, 1024, 4, 1, 8, 1, 40>("w8 w4 + setmaxnreg 40 / 232 (producer spills)"),
+  };
+}
+
+// bits_wgmma_lab [--list | --header | --ceiling | --variant I] [--odd | --timed] [N ...]: no option runs the
+// ceiling and every variant in this process; --variant I only variant I (no header), so that a variant that
+// faults or deadlocks takes only its own process down (tools/bits_wgmma_lab.sh); --odd only the checked odd
+// sizes, --timed only the timed N^3; --list prints the number of variants.
+int main(int argc, char** argv) {
+  std::vector<int> sizes;
+  int only = -1;
+  bool list = false, header_only = false, ceiling_only = false, odd_sizes = true, timed_sizes = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--list") list = true;
+    else if (arg == "--header") header_only = true;
+    else if (arg == "--ceiling") ceiling_only = true;
+    else if (arg == "--odd") timed_sizes = false;
+    else if (arg == "--timed") odd_sizes = false;
+    else if (arg == "--variant" && i + 1 < argc) only = std::atoi(argv[++i]);
+    else sizes.push_back(std::atoi(argv[i]));
+  }
+  if (sizes.empty()) sizes = {16384, 8192};
+  std::vector<Variant> all = variants();
+  if (list) {
+    std::printf("%zu\n", all.size());
+    return 0;
+  }
+  const double density = getenv("LAB_DENSITY") ? std::atof(getenv("LAB_DENSITY")) : 0.01;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  if (only < 0) {
+    std::printf("bits_wgmma_lab on %s (sm_%d%d), %d SMs, density %.4g (odd sizes 0.05)\n", prop.name, prop.major,
+                prop.minor, prop.multiProcessorCount, density);
+    if (!header_only) ceiling(prop);
+    std::printf("%-46s %4s %5s %4s %5s | %-15s %-6s %8s %7s  %s\n", "variant", "regs", "spill", "b/SM", "smemK",
+                "m x n x k", "out", "ms", "P/s", "check against the reference (every element)");
+    if (header_only || ceiling_only) return 0;
+  } else {
+    if (only >= (int)all.size()) return 1;
+    all = {all[only]};
+  }
+  // Odd sizes first (edges in m, n and k: k not a multiple of 32 or of a stage), checked once each.
+  const int odd[][3] = {{1000, 777, 1234}, {257, 129, 300}, {128, 256, 1024}, {4163, 2088, 4129}, {64, 40, 31}};
+  for (const auto& s : odd)
+    if (odd_sizes) size_block(all, s[0], s[1], s[2], 0.05, 1, only >= 0);
+  for (int size : sizes)
+    if (timed_sizes) size_block(all, size, size, size, density, 7, only >= 0);
+  return 0;
+}
