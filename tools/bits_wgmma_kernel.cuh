@@ -93,6 +93,54 @@ __device__ __forceinline__ void wg_fence_all(int (&acc)[C::kWgm][C::kAcc]) {
   for (int i = 0; i < C::kWgm; ++i) wg::fence_registers(acc[i]);
 }
 
+// A consumer warpgroup's tile of C (rows m0.. of its WGM m64 tiles, columns n0..; thread wt of the warpgroup)
+// from its accumulators: d[4 j + 2 h + e] of m64 tile i is row 64 i + 16 warp + g + 8 h, column 8 j + 2 t + e.
+template <class C>
+__device__ __forceinline__ void wg_epilogue(const int (&acc)[C::kWgm][C::kAcc], void* __restrict__ c, int m, int n,
+                                            int ldc, int output, int m0, int n0, int wt) {
+  const int warp = wt / 32, lane = wt % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < C::kWgm; ++i) {
+    const int row0 = m0 + 64 * i + 16 * warp + g;
+    if (output == 0) {
+      // Packed word w of a row: columns 32 w .. 32 w + 31, 8 bits in each lane of the quad, ORed by shuffles;
+      // lane t stores the words w with w % 4 == t.
+      unsigned* pc = static_cast<unsigned*>(c);
+      const int words = (n + 31) / 32;
+#pragma unroll
+      for (int w = 0; w < C::kBN / 32; ++w)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned word = 0;
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              word |= (unsigned)(acc[i][4 * (4 * w + jj) + 2 * h + e] != 0) << (8 * jj + 2 * t + e);
+          word |= __shfl_xor_sync(0xffffffffu, word, 1);
+          word |= __shfl_xor_sync(0xffffffffu, word, 2);
+          const int row = row0 + 8 * h, cw32 = n0 / 32 + w;
+          if (t == (w & 3) && row < m && cw32 < words) pc[(size_t)row * ldc + cw32] = word;
+        }
+    } else {
+      int* pc = static_cast<int*>(c);
+#pragma unroll
+      for (int j = 0; j < C::kBN / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h, col = n0 + 8 * j + 2 * t;
+          if (row >= m) continue;
+          int* p = pc + (size_t)row * ldc + col;
+          if (col + 1 < n) {
+            __stcs(reinterpret_cast<int2*>(p), make_int2(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]));
+          } else if (col < n) {
+            p[0] = acc[i][4 * j + 2 * h];
+          }
+        }
+    }
+  }
+}
+
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     bits_wgmma_kernel(const unsigned* __restrict__ a, const unsigned* __restrict__ bt, void* __restrict__ c, int m,
@@ -145,7 +193,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     if constexpr (C::kProducerRegs > 0) wg::registers_up<C::kConsumerRegs>();
   }
   const int ct = C::kWs ? tid - 128 : tid;  // thread of the two consumer warpgroups
-  const int cw = ct / 128, warp = (ct / 32) % 4, lane = ct % 32, g = lane / 4, t = lane % 4;
+  const int cw = ct / 128;
   int acc[C::kWgm][C::kAcc];
 #pragma unroll
   for (int i = 0; i < C::kWgm; ++i)
@@ -161,6 +209,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     unsigned phase = 0;
     for (int s = 0; s < stages; ++s) {
       wg::bar_wait(full + 8 * slot, phase);
+      __syncwarp();             // the warp converged again for the .aligned wgmma instructions
       wg::fence_proxy_async();  // the cp.async writes (generic proxy) before wgmma's reads (async proxy)
       wg_fence_all<C>(acc);
       wg::wgmma_fence();
@@ -203,45 +252,5 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   wg::wgmma_wait<0>();
   wg_fence_all<C>(acc);
 
-  // The epilogue: d[4 j + 2 h + e] of m64 tile i is row 16 warp + g + 8 h, column 8 j + 2 t + e.
-#pragma unroll
-  for (int i = 0; i < C::kWgm; ++i) {
-    const int row0 = m0 + 64 * (C::kWgm * cw + i) + 16 * warp + g;
-    if (output == 0) {
-      // Packed word w of a row: columns 32 w .. 32 w + 31, 8 bits in each lane of the quad, ORed by shuffles;
-      // lane t stores the words w with w % 4 == t.
-      unsigned* pc = static_cast<unsigned*>(c);
-      const int words = (n + 31) / 32;
-#pragma unroll
-      for (int w = 0; w < C::kBN / 32; ++w)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          unsigned word = 0;
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              word |= (unsigned)(acc[i][4 * (4 * w + jj) + 2 * h + e] != 0) << (8 * jj + 2 * t + e);
-          word |= __shfl_xor_sync(0xffffffffu, word, 1);
-          word |= __shfl_xor_sync(0xffffffffu, word, 2);
-          const int row = row0 + 8 * h, cw32 = n0 / 32 + w;
-          if (t == (w & 3) && row < m && cw32 < words) pc[(size_t)row * ldc + cw32] = word;
-        }
-    } else {
-      int* pc = static_cast<int*>(c);
-#pragma unroll
-      for (int j = 0; j < C::kBN / 8; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 8 * h, col = n0 + 8 * j + 2 * t;
-          if (row >= m) continue;
-          int* p = pc + (size_t)row * ldc + col;
-          if (col + 1 < n) {
-            __stcs(reinterpret_cast<int2*>(p), make_int2(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]));
-          } else if (col < n) {
-            p[0] = acc[i][4 * j + 2 * h];
-          }
-        }
-    }
-  }
+  wg_epilogue<C>(acc, c, m, n, ldc, output, m0 + 64 * C::kWgm * cw, n0, ct % 128);
 }

@@ -20,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
 #include "bits_wgmma_kernel.cuh"
+#include "bits_wgmma_tma.cuh"
 
 #define CK(x)                                                                                  \
   do {                                                                                         \
@@ -132,7 +135,7 @@ struct Problem {
   int* ref;  // m x n reference counts, ld n
   void* c;   // m x ldc of the output (room for counts with ldc = n rounded up to 4)
 };
-typedef void (*LaunchFn)(const Problem&, int output, int ldc);
+typedef cudaError_t (*LaunchFn)(const Problem&, int output, int ldc);
 struct Variant {
   const char* name;
   const void* fn;
@@ -140,14 +143,63 @@ struct Variant {
   int threads, smem;
 };
 template <class C>
-void launch(const Problem& p, int output, int ldc) {
+cudaError_t launch(const Problem& p, int output, int ldc) {
   const int tiles = ((p.m + C::kBM - 1) / C::kBM) * ((p.n + C::kBN - 1) / C::kBN);
   bits_wgmma_kernel<C><<<tiles, C::kThreads, C::kSmem>>>(p.a, p.bt, p.c, p.m, p.n, p.k, p.lda, p.ldb, ldc, output);
+  return cudaGetLastError();
+}
+
+// A 2-d tensor map of packed rows (kw words x rows, ld words apart), box box_words x box_rows, the swizzle of
+// rows of box_words words (128 or 64 bytes), zeros outside; cuTensorMapEncodeTiled through the runtime's
+// driver entry point (no link to the driver library).
+static bool tensor_map(CUtensorMap* map, const unsigned* base, int rows, int kw, int ld, int box_words, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (!encode) return false;
+  const cuuint64_t dims[2] = {(cuuint64_t)kw, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)ld * 4};
+  const cuuint32_t box[2] = {(cuuint32_t)box_words, (cuuint32_t)box_rows}, steps[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<unsigned*>(base), dims, strides, box, steps,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            box_words == 32 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) std::printf("cuTensorMapEncodeTiled: error %d\n", (int)r);
+  return r == CUDA_SUCCESS;
+}
+template <class C>
+cudaError_t launch_tma(const Problem& p, int output, int ldc) {
+  const int kw = (p.k + 31) / 32;
+  CUtensorMap ma, mb;
+  if (!tensor_map(&ma, p.a, p.m, kw, p.lda, C::kWords, C::kBM) ||
+      !tensor_map(&mb, p.bt, p.n, kw, p.ldb, C::kWords, C::kBoxB))
+    return cudaErrorNotSupported;
+  const int span = C::kCluster * C::kBM;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(((p.m + span - 1) / span) * ((p.n + C::kBN - 1) / C::kBN) * C::kCluster);
+  cfg.blockDim = dim3(C::kThreads);
+  cfg.dynamicSmemBytes = C::kSmem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C::kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, bits_wgmma_tma_kernel<C>, ma, mb, p.c, p.m, p.n, p.k, ldc, output);
 }
 template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0>
 Variant make(const char* name) {
   using C = WgCfg<WGM, BN, KB, STAGES, WS, GROUP, MINB, PREGS>;
   return {name, (const void*)bits_wgmma_kernel<C>, launch<C>, C::kThreads, C::kSmem};
+}
+
+template <int WGM, int BN, int KB, int STAGES, int CLUSTER, int GROUP, int PREGS = 40>
+Variant make_tma(const char* name) {
+  using C = TmaCfg<WGM, BN, KB, STAGES, CLUSTER, GROUP, PREGS>;
+  return {name, (const void*)bits_wgmma_tma_kernel<C>, launch_tma<C>, C::kThreads, C::kSmem};
 }
 
 static float median(std::vector<float> v) {
@@ -176,8 +228,7 @@ static void run(const Variant& v, Problem& p, int output, int reps) {
   bool fault = false;
   for (int r = 0; r < reps + (reps > 1 ? 2 : 0); ++r) {
     CK(cudaEventRecord(e0));
-    v.launch(p, output, ldc);
-    cudaError_t e = cudaGetLastError();  // a launch refused (resources): the context lives on
+    cudaError_t e = v.launch(p, output, ldc);  // a launch refused (resources, tensor map): the context lives on
     if (e == cudaSuccess) {
       CK(cudaEventRecord(e1));
       e = cudaEventSynchronize(e1);  // a fault or a trap (bar_wait's deadlock guard): the context is lost
@@ -302,6 +353,13 @@ static std::vector<Variant> variants() {
       make<2, 128, 1024, 4, 1, 8, 1>("w6 256x128 2wg(128x128) 1024bx4 producer wg"),
       make<1, 256, 1024, 4, 1, 16, 1>("w7 w4 + raster group 16"),
       make<1, 256, 1024, 4, 1, 8, 1, 40>("w8 w4 + setmaxnreg 40 / 232 (producer spills)"),
+      make_tma<1, 256, 1024, 4, 1, 8>("t0 128x256 2wg(64x256) 1024bx4 TMA"),
+      make_tma<1, 256, 1024, 4, 2, 8>("t1 t0 + cluster 2 along m, B multicast"),
+      make_tma<2, 128, 1024, 4, 1, 8>("t2 256x128 2wg(128x128) 1024bx4 TMA"),
+      make_tma<2, 128, 1024, 4, 2, 8>("t3 t2 + cluster 2 along m, B multicast"),
+      make_tma<1, 256, 512, 8, 2, 8>("t4 t1 with 512bx8"),
+      make_tma<1, 256, 1024, 4, 2, 16>("t5 t1 + raster group 16"),
+      make_tma<1, 256, 1024, 4, 2, 8, 0>("t6 t1 without setmaxnreg"),
   };
 }
 

@@ -16,7 +16,7 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 echo "ptxas (registers, spill stores):"
 awk '/Compiling entry function/{name=$0; sub(/.*function ./,"",name); sub(/. for .*/,"",name)}
      /spill stores/{sp=$5 " " $6 " " $7} /Used [0-9]+ registers/{print "  " $5 " regs, " sp "  " name}' \
-  "$out/build.txt" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(unsigned int const\*.*//'
+  "$out/build.txt" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(.*//'
 lab=$out/bits_wgmma_lab
 nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 200 > "$out/clocks.csv" 2>/dev/null &
 sampler=$!

@@ -52,6 +52,50 @@ __device__ __forceinline__ void bar_wait(std::uint32_t bar, unsigned parity) {
   } while (!done);
 }
 
+// The mbarrier expects `bytes` more of asynchronous (TMA) writes in its current phase, and this thread arrives.
+__device__ __forceinline__ void bar_arrive_expect(std::uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Arrives on the mbarrier at the same shared offset in the cluster's block `rank` (this block's own included).
+__device__ __forceinline__ void bar_arrive_cluster(std::uint32_t bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// mbarrier.init made visible to the cluster (other blocks' TMA and arrivals), before the cluster's barrier.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Every thread of every block of the cluster (release, then acquire).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// TMA: the box of the 2-d tensor map `map` (a __grid_constant__ parameter's address) at (x: words, y: rows) into
+// shared memory at dst (swizzled as the map says), its bytes counted on the mbarrier `bar`; multicast: into
+// dst and `bar` of every block of the cluster in `mask`.
+__device__ __forceinline__ void tma_load(std::uint32_t dst, const void* map, int x, int y, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_multicast(std::uint32_t dst, const void* map, int x, int y, std::uint32_t bar,
+                                                   unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask)
+      : "memory");
+}
+
 // The warpgroup's registers: a new allocation per thread (setmaxnreg; a multiple of 8 in 24 .. 256).
 template <int kRegs>
 __device__ __forceinline__ void registers_down() {

@@ -1,0 +1,116 @@
+// bits_wgmma_tma: bits_wgmma_kernel's product with the ring filled by TMA (cp.async.bulk.tensor, 2-d tensor maps
+// of the packed operands with the 128- or 64-byte swizzle wgmma reads, zeros past the tensor's edges) by one
+// producer thread, and optionally clusters of 2 blocks stacked along m that share B's tile: each block's TMA
+// brings half of B's rows to both blocks (multicast), halving B's reads from L2.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (the type only: the maps are encoded through the runtime's driver entry point)
+
+#include "bits_wgmma_kernel.cuh"
+
+// WgCfg's tile (two consumer warpgroups, a producer warpgroup) with CLUSTER blocks a cluster along m.
+template <int WGM, int BN, int KB, int STAGES, int CLUSTER, int GROUP, int PREGS>
+struct TmaCfg : WgCfg<WGM, BN, KB, STAGES, 1, GROUP, 1, PREGS> {
+  using Base = WgCfg<WGM, BN, KB, STAGES, 1, GROUP, 1, PREGS>;
+  static constexpr int kCluster = CLUSTER;
+  static constexpr int kBoxB = BN / CLUSTER;  // rows of B one block's TMA brings (to every block of the cluster)
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 blocks");
+  static_assert((kBoxB * Base::kRowBytes) % 1024 == 0 && Base::kBM <= 256 && kBoxB <= 256, "TMA boxes");
+};
+
+// map_a: A as kw words x m rows, box kWords x kBM; map_b: B^T as kw words x n rows, box kWords x kBoxB; both
+// swizzled as the descriptors say, zeros outside. C as bits_wgmma_kernel's.
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    bits_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                          void* __restrict__ c, int m, int n, int k, int ldc, int output) {
+  extern __shared__ __align__(1024) unsigned char wg_smem[];
+  __shared__ __align__(8) unsigned long long bars[2 * C::kStages];  // full[STAGES], then empty[STAGES]
+  const std::uint32_t ring = (wg::smem_address(wg_smem) + 1023u) & ~1023u;
+  const std::uint32_t full = wg::smem_address(bars), empty = full + 8 * C::kStages;
+  const int tid = threadIdx.x;
+  const unsigned rank = C::kCluster > 1 ? wg::cluster_rank() : 0u;
+  // Clusters (kCluster blocks, kCluster kBM rows, one B tile) taken kGroup cluster rows at a time.
+  const int span = C::kCluster * C::kBM;
+  const int tiles_m = (m + span - 1) / span, tiles_n = (n + C::kBN - 1) / C::kBN, bid = blockIdx.x / C::kCluster;
+  const int per = C::kGroup * tiles_n, first = (bid / per) * C::kGroup, rows = min(tiles_m - first, C::kGroup);
+  const int m0 = (first + (bid % per) % rows) * span + (int)rank * C::kBM, n0 = ((bid % per) / rows) * C::kBN;
+  const int kw = (k + 31) / 32, stages = (kw + C::kWords - 1) / C::kWords;
+  // Arrivals that free a slot: lane 0 of each consumer warp (8) of every block whose data goes there.
+  constexpr int kReleases = 8 * C::kCluster;
+  if (tid == 0) {
+    for (int q = 0; q < C::kStages; ++q) {
+      wg::bar_init(full + 8 * q, 1);  // the producer's arrival with the stage's bytes
+      wg::bar_init(empty + 8 * q, kReleases);
+    }
+    wg::fence_barrier_init();
+  }
+  if constexpr (C::kCluster > 1)
+    wg::cluster_sync();
+  else
+    __syncthreads();
+
+  if (tid < 128) {  // the producer warpgroup: one thread issues the copies
+    if constexpr (C::kProducerRegs > 0) wg::registers_down<C::kProducerRegs>();
+    if (tid == 0) {
+      int slot = 0;
+      unsigned phase = 0;
+      for (int s = 0; s < stages; ++s) {
+        const std::uint32_t base = ring + slot * C::kStageBytes, bar = full + 8 * slot;
+        wg::bar_wait(empty + 8 * slot, phase ^ 1u);  // a fresh barrier passes parity 1 at once
+        wg::bar_arrive_expect(bar, C::kStageBytes);   // A's box and every block's half of B
+        wg::tma_load(base, &map_a, s * C::kWords, m0, bar);
+        if constexpr (C::kCluster == 1)
+          wg::tma_load(base + C::kBM * C::kRowBytes, &map_b, s * C::kWords, n0, bar);
+        else
+          wg::tma_load_multicast(base + (C::kBM + (int)rank * C::kBoxB) * C::kRowBytes, &map_b, s * C::kWords,
+                                 n0 + (int)rank * C::kBoxB, bar, (unsigned short)((1u << C::kCluster) - 1));
+        if (++slot == C::kStages) slot = 0, phase ^= 1u;
+      }
+    }
+    __syncwarp();
+  } else {
+    if constexpr (C::kProducerRegs > 0) wg::registers_up<C::kConsumerRegs>();
+    const int ct = tid - 128, cw = ct / 128;
+    int acc[C::kWgm][C::kAcc];
+#pragma unroll
+    for (int i = 0; i < C::kWgm; ++i)
+#pragma unroll
+      for (int e = 0; e < C::kAcc; ++e) acc[i][e] = 0;
+    unsigned long long da[C::kWgm];
+#pragma unroll
+    for (int i = 0; i < C::kWgm; ++i)
+      da[i] = wg::descriptor(ring + 64 * (C::kWgm * cw + i) * C::kRowBytes, C::kRowBytes);
+    const unsigned long long db = wg::descriptor(ring + C::kBM * C::kRowBytes, C::kRowBytes);
+    int slot = 0, prev = C::kStages - 1;
+    unsigned phase = 0;
+    for (int s = 0; s < stages; ++s) {
+      wg::bar_wait(full + 8 * slot, phase);
+      __syncwarp();  // the warp converged again for the .aligned wgmma instructions
+      wg_fence_all<C>(acc);
+      wg::wgmma_fence();
+      wg_mma_stage<C>(acc, da, db, slot * C::kStageBytes);
+      wg::wgmma_commit();
+      wg_fence_all<C>(acc);
+      wg::wgmma_wait<1>();  // the previous stage's wgmma done: its slot may be refilled, in every block
+      wg_fence_all<C>(acc);
+      if (s > 0 && ct % 32 == 0) {
+        if constexpr (C::kCluster == 1) {
+          wg::bar_arrive(empty + 8 * prev);
+        } else {
+#pragma unroll
+          for (int r = 0; r < C::kCluster; ++r) wg::bar_arrive_cluster(empty + 8 * prev, r);
+        }
+      }
+      __syncwarp();
+      prev = slot;
+      if (++slot == C::kStages) slot = 0, phase ^= 1u;
+    }
+    wg::wgmma_wait<0>();
+    wg_fence_all<C>(acc);
+    wg_epilogue<C>(acc, c, m, n, ldc, output, m0 + 64 * C::kWgm * cw, n0, ct % 128);
+    __syncwarp();
+  }
+  // No block leaves while another of its cluster may still arrive on its barriers.
+  if constexpr (C::kCluster > 1) wg::cluster_sync();
+}
