@@ -53,6 +53,16 @@ __global__ void fill_bits(unsigned* w, int rows, int ld, int k, unsigned long lo
   }
 }
 
+// Row i of a rows x ld-word matrix holds bit (i * stride) % k alone: with A's stride 1 and B's 1, C = I; a
+// wrong row or k order in shared memory shows as where the ones land.
+__global__ void fill_diagonal(unsigned* w, int rows, int ld, int k, int stride) {
+  for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < (long long)rows * ld;
+       q += (long long)gridDim.x * blockDim.x) {
+    const int i = (int)(q / ld), col = (int)(q % ld), bit = (int)(((long long)i * stride) % k);
+    w[q] = bit / 32 == col ? 1u << (bit % 32) : 0u;
+  }
+}
+
 // The reference: witness counts on CUDA cores, 64 x 64 outputs a block of 16 x 16 threads.
 __global__ void __launch_bounds__(256) reference_counts(const unsigned* a, const unsigned* bt, int* c, int m, int n,
                                                         int kw, int lda, int ldb, int ldc) {
@@ -77,8 +87,8 @@ __global__ void __launch_bounds__(256) reference_counts(const unsigned* a, const
       if (i0 + ty + 16 * x < m && j0 + tx + 16 * y < n) c[(size_t)(i0 + ty + 16 * x) * ldc + j0 + tx + 16 * y] = cnt[x][y];
 }
 
-// Mismatches of C against the reference counts: out[0] += their number, out[1] = min(i * cols + j) of them.
-// Packed bits: every bit of the row's words, those past n expected zero.
+// Mismatches of C against the reference counts: out[0] += their number, out[1] = min(i * cols + j) of them,
+// out[2 ..] the first 8 found (in no order). Packed bits: every bit of the row's words, those past n expected zero.
 __global__ void compare(const void* got, const int* ref, int m, int n, int ldc, int ldr, int output,
                         unsigned long long* out) {
   const int cols = output == 0 ? 32 * ldc : n;
@@ -93,8 +103,9 @@ __global__ void compare(const void* got, const int* ref, int m, int n, int ldc, 
       bad = static_cast<const int*>(got)[(size_t)i * ldc + j] != ref[(size_t)i * ldr + j];
     }
     if (bad) {
-      atomicAdd(&out[0], 1ull);
+      const unsigned long long at = atomicAdd(&out[0], 1ull);
       atomicMin(&out[1], (unsigned long long)q);
+      if (at < 8) out[2 + at] = (unsigned long long)q;
     }
   }
 }
@@ -250,32 +261,43 @@ static void run(const Variant& v, Problem& p, int output, int reps) {
                 v.smem / 1024, size, form, fail);
     std::fflush(stdout);
     if (fault) std::exit(2);  // the context is lost: tools/bits_wgmma_lab.sh runs each variant on its own
+    cudaGetLastError();       // a refused launch: clear it for the next
     return;
   }
   unsigned long long* d;
-  CK(cudaMalloc(&d, 16));
-  const unsigned long long init[2] = {0ull, ~0ull};
-  CK(cudaMemcpy(d, init, 16, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&d, 80));
+  unsigned long long h[10] = {0ull, ~0ull};
+  CK(cudaMemcpy(d, h, 80, cudaMemcpyHostToDevice));
   compare<<<1024, 256>>>(p.c, p.ref, p.m, p.n, ldc, p.n, output, d);
-  unsigned long long h[2];
-  CK(cudaMemcpy(h, d, 16, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(h, d, 80, cudaMemcpyDeviceToHost));
   CK(cudaFree(d));
-  char check[160];
+  char check[512];
   if (h[0] == 0) {
     std::snprintf(check, sizeof check, "ok");
   } else {
-    const int cols = output == 0 ? 32 * ldc : p.n, i = (int)(h[1] / cols), j = (int)(h[1] % cols);
-    unsigned got = 0;
-    int want = 0;
-    CK(cudaMemcpy(&got, static_cast<unsigned*>(p.c) + (size_t)i * ldc + (output == 0 ? j / 32 : j), 4,
-                  cudaMemcpyDeviceToHost));
-    if (j < p.n) CK(cudaMemcpy(&want, p.ref + (size_t)i * p.n + j, 4, cudaMemcpyDeviceToHost));
-    if (output == 0)
-      std::snprintf(check, sizeof check, "BAD %llu of %lld; first (%d, %d): bit %u (word 0x%08x), count %d", h[0],
-                    (long long)p.m * cols, i, j, (got >> (j % 32)) & 1u, got, want);
-    else
-      std::snprintf(check, sizeof check, "BAD %llu of %lld; first (%d, %d): %d, reference %d", h[0],
-                    (long long)p.m * cols, i, j, (int)got, want);
+    // The first mismatch in row-major order, then up to 3 more of those found first: (i, j) C's value / the
+    // reference count (bits: C's bit, its word, the count).
+    const int cols = output == 0 ? 32 * ldc : p.n;
+    int len = std::snprintf(check, sizeof check, "BAD %llu of %lld:", h[0], (long long)p.m * cols);
+    const int found = (int)std::min<unsigned long long>(h[0], 8);
+    for (int e = -1, shown = 0; e < found && shown < 4; ++e, ++shown) {
+      const unsigned long long q = e < 0 ? h[1] : h[2 + e];
+      if (e >= 0 && q == h[1]) {
+        --shown;
+        continue;
+      }
+      const int i = (int)(q / cols), j = (int)(q % cols);
+      unsigned got = 0;
+      int want = 0;
+      CK(cudaMemcpy(&got, static_cast<unsigned*>(p.c) + (size_t)i * ldc + (output == 0 ? j / 32 : j), 4,
+                    cudaMemcpyDeviceToHost));
+      if (j < p.n) CK(cudaMemcpy(&want, p.ref + (size_t)i * p.n + j, 4, cudaMemcpyDeviceToHost));
+      if (output == 0)
+        len += std::snprintf(check + len, sizeof check - len, " (%d, %d) %u [0x%08x] / %d;", i, j, (got >> (j % 32)) & 1u,
+                             got, want);
+      else
+        len += std::snprintf(check + len, sizeof check - len, " (%d, %d) %d / %d;", i, j, (int)got, want);
+    }
   }
   const float t = median(ms);
   const double pps = (double)p.m * p.n * p.k / (t * 1e-3) / 1e15;
@@ -286,6 +308,7 @@ static void run(const Variant& v, Problem& p, int output, int reps) {
   CK(cudaEventDestroy(e1));
 }
 
+// density < 0: the diagonal operands (fill_diagonal, stride 1: C = I where k >= m, n).
 static void size_block(const std::vector<Variant>& variants, int m, int n, int k, double density, int reps,
                        bool quiet) {
   Problem p;
@@ -295,12 +318,19 @@ static void size_block(const std::vector<Variant>& variants, int m, int n, int k
   CK(cudaMalloc(&p.bt, (size_t)n * p.ldb * 4));
   CK(cudaMalloc(&p.ref, (size_t)m * n * 4));
   CK(cudaMalloc(&p.c, (size_t)m * ((n + 3) / 4 * 4) * 4));
-  fill_bits<<<2048, 256>>>(p.a, m, p.lda, k, 11 + k, density);
-  fill_bits<<<2048, 256>>>(p.bt, n, p.ldb, k, 23 + k, density);
+  if (density < 0) {
+    fill_diagonal<<<256, 256>>>(p.a, m, p.lda, k, 1);
+    fill_diagonal<<<256, 256>>>(p.bt, n, p.ldb, k, 1);
+  } else {
+    fill_bits<<<2048, 256>>>(p.a, m, p.lda, k, 11 + k, density);
+    fill_bits<<<2048, 256>>>(p.bt, n, p.ldb, k, 23 + k, density);
+  }
   reference_counts<<<dim3((n + 63) / 64, (m + 63) / 64), dim3(16, 16)>>>(p.a, p.bt, p.ref, m, n, (k + 31) / 32, p.lda,
                                                                          p.ldb, n);
   CK(cudaDeviceSynchronize());
-  if (!quiet) std::printf("--- m %d n %d k %d, density %.4g%s\n", m, n, k, density, reps > 1 ? ", timed" : ", checked");
+  if (!quiet)
+    std::printf("--- m %d n %d k %d, %s%.4g%s\n", m, n, k, density < 0 ? "diagonal " : "density ", density,
+                reps > 1 ? ", timed" : ", checked");
   for (const Variant& v : variants)
     for (int output : {0, 2}) run(v, p, output, reps);
   CK(cudaFree(p.a));
@@ -403,6 +433,7 @@ int main(int argc, char** argv) {
   }
   // Odd sizes first (edges in m, n and k: k not a multiple of 32 or of a stage), checked once each.
   const int odd[][3] = {{1000, 777, 1234}, {257, 129, 300}, {128, 256, 1024}, {4163, 2088, 4129}, {64, 40, 31}};
+  if (odd_sizes) size_block(all, 256, 256, 1024, -1.0, 1, only >= 0);  // C = I: where a layout error puts the ones
   for (const auto& s : odd)
     if (odd_sizes) size_block(all, s[0], s[1], s[2], 0.05, 1, only >= 0);
   for (int size : sizes)
