@@ -189,9 +189,9 @@ cudaError_t launch_tma(const Problem& p, int output, int ldc) {
   if (!tensor_map(&ma, p.a, p.m, kw, p.lda, C::kWords, C::kBM) ||
       !tensor_map(&mb, p.bt, p.n, kw, p.ldb, C::kWords, C::kBoxB))
     return cudaErrorNotSupported;
-  const int span = C::kCluster * C::kBM;
+  const int span = C::kCluster * C::kBM, tiles = ((p.m + span - 1) / span) * ((p.n + C::kBN - 1) / C::kBN);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(((p.m + span - 1) / span) * ((p.n + C::kBN - 1) / C::kBN) * C::kCluster);
+  cfg.gridDim = dim3(tiles * C::kCluster);
   cfg.blockDim = dim3(C::kThreads);
   cfg.dynamicSmemBytes = C::kSmem;
   cudaLaunchAttribute attr[1];
@@ -199,6 +199,15 @@ cudaError_t launch_tma(const Problem& p, int output, int ldc) {
   attr[0].val.clusterDim.x = C::kCluster, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  if (C::kPersistent) {  // as many clusters as fit at once (a GPC's odd SM may hold none of a pair)
+    static int fit = 0;
+    if (fit == 0 && cudaOccupancyMaxActiveClusters(&fit, bits_wgmma_tma_kernel<C>, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      fit = 0;
+    }
+    if (fit <= 0) return cudaErrorNotSupported;
+    cfg.gridDim = dim3(std::min(tiles, fit) * C::kCluster);
+  }
   return cudaLaunchKernelEx(&cfg, bits_wgmma_tma_kernel<C>, ma, mb, p.c, p.m, p.n, p.k, ldc, output);
 }
 template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0>
@@ -207,9 +216,9 @@ Variant make(const char* name) {
   return {name, (const void*)bits_wgmma_kernel<C>, launch<C>, C::kThreads, C::kSmem};
 }
 
-template <int WGM, int BN, int KB, int STAGES, int CLUSTER, int GROUP, int PREGS = 40>
+template <int WGM, int BN, int KB, int STAGES, int CLUSTER, int GROUP, int PERSIST = 0, int PREGS = 40>
 Variant make_tma(const char* name) {
-  using C = TmaCfg<WGM, BN, KB, STAGES, CLUSTER, GROUP, PREGS>;
+  using C = TmaCfg<WGM, BN, KB, STAGES, CLUSTER, GROUP, PREGS, PERSIST>;
   return {name, (const void*)bits_wgmma_tma_kernel<C>, launch_tma<C>, C::kThreads, C::kSmem};
 }
 
@@ -389,7 +398,11 @@ static std::vector<Variant> variants() {
       make_tma<2, 128, 1024, 4, 2, 8>("t3 t2 + cluster 2 along m, B multicast"),
       make_tma<1, 256, 512, 8, 2, 8>("t4 t1 with 512bx8"),
       make_tma<1, 256, 1024, 4, 2, 16>("t5 t1 + raster group 16"),
-      make_tma<1, 256, 1024, 4, 2, 8, 0>("t6 t1 without setmaxnreg"),
+      make_tma<1, 256, 1024, 4, 2, 8, 0, 0>("t6 t1 without setmaxnreg"),
+      make_tma<1, 256, 1024, 4, 1, 8, 1>("t7 t0 persistent"),
+      make_tma<1, 256, 1024, 4, 2, 8, 1>("t8 t1 persistent"),
+      make_tma<2, 128, 1024, 4, 2, 8, 1>("t9 t3 persistent"),
+      make_tma<1, 256, 512, 8, 2, 8, 1>("t10 t4 persistent"),
   };
 }
 

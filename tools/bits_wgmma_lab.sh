@@ -25,7 +25,7 @@ sampler=$!
   count=$("$lab" --list)
   for phase in --odd --timed; do
     for ((i = 0; i < count; ++i)); do
-      timeout 240 "$lab" --variant "$i" "$phase" "$@" || echo "variant $i $phase: exit $? (124: timed out)"
+      timeout 120 "$lab" --variant "$i" "$phase" "$@" || echo "variant $i $phase: exit $? (124: timed out)"
     done
   done
 } 2>&1 | tee "$out/table.txt"

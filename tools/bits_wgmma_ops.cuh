@@ -38,18 +38,30 @@ __device__ __forceinline__ void bar_init(std::uint32_t bar, int count) {
 __device__ __forceinline__ void bar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 // Waits until the phase of parity `parity` of the mbarrier has completed (a fresh barrier: parity 1 at once);
-// traps after 2^26 failed tries (far past any wait of a working pipeline): a deadlock shows as a launch failure.
+// traps after a second of waiting (far past any wait of a working pipeline): a deadlock shows as a launch
+// failure, not a hang.
 __device__ __forceinline__ void bar_wait(std::uint32_t bar, unsigned parity) {
   unsigned done = 0, tries = 0;
-  do {
+  unsigned long long since = 0;
+  for (;;) {
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-    if (++tries == (1u << 26)) __trap();
-  } while (!done);
+    if (done) return;
+    if (++tries % 4096 == 0) {
+      const unsigned long long now = global_ns();
+      if (since == 0) since = now;
+      else if (now - since > 1000000000ull) __trap();
+    }
+  }
 }
 
 // The mbarrier expects `bytes` more of asynchronous (TMA) writes in its current phase, and this thread arrives.
