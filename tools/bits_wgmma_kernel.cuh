@@ -11,8 +11,10 @@
 // STAGES in the ring, WS (0: every thread copies and __syncthreads hands the stages over; 1: a producer
 // warpgroup copies, full / empty mbarriers hand them over), GROUP block rows per raster group, MINB the
 // __launch_bounds__ minimum blocks per SM, PREGS the producer warpgroup's registers (WS; setmaxnreg, the
-// consumers taking the rest of the 64K, 0: no setmaxnreg, every thread at __launch_bounds__' 168).
-template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0>
+// consumers taking the rest of the 64K, 0: no setmaxnreg, every thread at __launch_bounds__' 168), SWZ 1: the
+// swizzled K-major layout of the row width, 0: no swizzle (a diagnostic: the interleaved layout of 8-row x
+// 16-byte core matrices, which tells a swizzle misread from anything else).
+template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0, int SWZ = 1>
 struct WgCfg {
   static constexpr int kWgm = WGM, kBN = BN, kBM = 128 * WGM, kStages = STAGES, kWs = WS, kGroup = GROUP;
   static constexpr int kMinBlocks = MINB;
@@ -29,6 +31,27 @@ struct WgCfg {
   static_assert(STAGES >= (WS ? 2 : 3), "the ring");
   static_assert((kBM * kChunks) % kLoaders == 0 && (BN * kChunks) % kLoaders == 0, "whole copies a thread");
   static_assert(kStageBytes % 1024 == 0 && (kBM * kRowBytes) % 1024 == 0, "stages and B's rows 1024-aligned");
+  static constexpr int kSwizzled = SWZ;
+  // Bytes between a stage's consecutive rows (within a core matrix when not swizzled), and the descriptors'
+  // start-address steps (16-byte units) from one k256 step to the next for A and B: 32 bytes along a swizzled
+  // row; two core-matrix columns of the operand's rows unswizzled.
+  static constexpr int kRowStride = SWZ ? kRowBytes : 16;
+  static constexpr int kStepA = SWZ ? 2 : 2 * kBM, kStepB = SWZ ? 2 : 2 * BN;
+  // The byte offset within a stage of 16-byte chunk ch of logical row r (A's rows 0 .. kBM - 1, then B's):
+  // swizzled, rows of kRowBytes one after the other, chunks XORed (wg::swizzle); unswizzled, each operand's
+  // chunk columns one after the other, rows 16 bytes apart within them (core matrices 8 rows x 16 bytes,
+  // consecutive: the stride byte offset 128, the leading byte offset a column, rows x 16 bytes).
+  static __device__ __forceinline__ std::uint32_t offset(int r, int ch) {
+    if (SWZ) return wg::swizzle(r * kRowBytes + 16 * ch, kRowBytes);
+    return r < kBM ? ch * kBM * 16 + r * 16 : kBM * kRowBytes + ch * BN * 16 + (r - kBM) * 16;
+  }
+  // The descriptors of A's rows from `row` on (64 of them) and of B's, at a slot based at `ring`.
+  static __device__ __forceinline__ unsigned long long descriptor_a(std::uint32_t ring, int row) {
+    return SWZ ? wg::descriptor(ring + offset(row, 0), kRowBytes) : wg::descriptor_interleaved(ring + offset(row, 0), kBM * 16);
+  }
+  static __device__ __forceinline__ unsigned long long descriptor_b(std::uint32_t ring) {
+    return SWZ ? wg::descriptor(ring + kBM * kRowBytes, kRowBytes) : wg::descriptor_interleaved(ring + kBM * kRowBytes, BN * 16);
+  }
 };
 
 // One stage (k words from s kWords on) of the block's rows of A then B into the ring's slot at `slot_base`
@@ -47,16 +70,18 @@ __device__ __forceinline__ void wg_stage(std::uint32_t slot_base, int s, int lt,
     int bytes = row < (is_a ? m : n) ? min(16, 4 * (kw - w)) : 0;
     bytes = max(bytes, 0);
     const unsigned* src = bytes > 0 ? (is_a ? a + (size_t)row * lda : bt + (size_t)row * ldb) + w : a;
-    wg::copy16(slot_base + wg::swizzle(r * C::kRowBytes + 16 * ch, C::kRowBytes), src, bytes);
+    wg::copy16(slot_base + C::offset(r, ch), src, bytes);
   }
 }
 
 // wg_stage without the checks, for a block inside m and n and a stage inside the rows' words: loader thread lt
 // copies chunk lt % kChunks of rows lt / kChunks + q kRowStep, which share one swizzle (kRowStep a multiple
-// of 8), from one pointer per operand (ga, gb: the thread's first row, chunk and stage 0) and a row stride.
+// of 8), from one pointer per operand (ga, gb: the thread's first row, chunk and stage 0) and a row stride, to
+// soff_a, soff_b (its first rows' offsets in the stage) + q kRowStep kRowStride.
 template <class C>
-__device__ __forceinline__ void wg_stage_whole(std::uint32_t slot_base, std::uint32_t soff, const unsigned* ga,
-                                               const unsigned* gb, long long step_a, long long step_b, int s) {
+__device__ __forceinline__ void wg_stage_whole(std::uint32_t slot_base, std::uint32_t soff_a, std::uint32_t soff_b,
+                                               const unsigned* ga, const unsigned* gb, long long step_a,
+                                               long long step_b, int s) {
   constexpr int kRowStep = C::kLoaders / C::kChunks;
   constexpr int kPerA = C::kBM / kRowStep, kPerB = C::kBN / kRowStep;
   static_assert(kRowStep % 8 == 0 && C::kBM % kRowStep == 0 && C::kBN % kRowStep == 0,
@@ -64,14 +89,13 @@ __device__ __forceinline__ void wg_stage_whole(std::uint32_t slot_base, std::uin
   ga += s * C::kWords;
   gb += s * C::kWords;
 #pragma unroll
-  for (int q = 0; q < kPerA; ++q) wg::copy16(slot_base + soff + q * kRowStep * C::kRowBytes, ga + q * step_a, 16);
+  for (int q = 0; q < kPerA; ++q) wg::copy16(slot_base + soff_a + q * kRowStep * C::kRowStride, ga + q * step_a, 16);
 #pragma unroll
-  for (int q = 0; q < kPerB; ++q)
-    wg::copy16(slot_base + soff + (C::kBM + q * kRowStep) * C::kRowBytes, gb + q * step_b, 16);
+  for (int q = 0; q < kPerB; ++q) wg::copy16(slot_base + soff_b + q * kRowStep * C::kRowStride, gb + q * step_b, 16);
 }
 
 // One stage's wgmma of a consumer warpgroup: kSteps k256 steps, each WGM m64 tiles (A's descriptors da) by B
-// (db), the descriptors' start addresses moved to the slot (slot_off / 16) and the step (32 bytes / 16).
+// (db), the descriptors' start addresses moved to the slot (slot_off / 16) and the step (kStepA, kStepB).
 template <class C>
 __device__ __forceinline__ void wg_mma_stage(int (&acc)[C::kWgm][C::kAcc], const unsigned long long (&da)[C::kWgm],
                                              unsigned long long db, std::uint32_t slot_off) {
@@ -79,11 +103,11 @@ __device__ __forceinline__ void wg_mma_stage(int (&acc)[C::kWgm][C::kAcc], const
   for (int kk = 0; kk < C::kSteps; ++kk)
 #pragma unroll
     for (int i = 0; i < C::kWgm; ++i) {
-      const unsigned long long step = (slot_off >> 4) + 2 * kk;
+      const unsigned long long step_a = (slot_off >> 4) + kk * C::kStepA, step_b = (slot_off >> 4) + kk * C::kStepB;
       if constexpr (C::kBN == 256)
-        wg::wgmma_n256(acc[i], da[i] + step, db + step);
+        wg::wgmma_n256(acc[i], da[i] + step_a, db + step_b);
       else
-        wg::wgmma_n128(acc[i], da[i] + step, db + step);
+        wg::wgmma_n128(acc[i], da[i] + step_a, db + step_b);
     }
 }
 
@@ -161,7 +185,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     if (s < whole) {
       const int r0 = lt / C::kChunks, ch = lt % C::kChunks;
       constexpr int kRowStep = C::kLoaders / C::kChunks;
-      wg_stage_whole<C>(slot_base, wg::swizzle(r0 * C::kRowBytes + 16 * ch, C::kRowBytes),
+      wg_stage_whole<C>(slot_base, C::offset(r0, ch), C::offset(C::kBM + r0, ch),
                         a + (size_t)(m0 + r0) * lda + 4 * ch, bt + (size_t)(n0 + r0) * ldb + 4 * ch,
                         (long long)kRowStep * lda, (long long)kRowStep * ldb, s);
     } else {
@@ -201,8 +225,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     for (int e = 0; e < C::kAcc; ++e) acc[i][e] = 0;
   unsigned long long da[C::kWgm];
 #pragma unroll
-  for (int i = 0; i < C::kWgm; ++i) da[i] = wg::descriptor(ring + 64 * (C::kWgm * cw + i) * C::kRowBytes, C::kRowBytes);
-  const unsigned long long db = wg::descriptor(ring + C::kBM * C::kRowBytes, C::kRowBytes);
+  for (int i = 0; i < C::kWgm; ++i) da[i] = C::descriptor_a(ring, 64 * (C::kWgm * cw + i));
+  const unsigned long long db = C::descriptor_b(ring);
 
   if constexpr (C::kWs) {
     int slot = 0, prev = C::kStages - 1;

@@ -213,9 +213,9 @@ cudaError_t launch_tma(const Problem& p, int output, int ldc) {
   }
   return cudaLaunchKernelEx(&cfg, bits_wgmma_tma_kernel<C>, ma, mb, p.c, p.m, p.n, p.k, ldc, output);
 }
-template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0>
+template <int WGM, int BN, int KB, int STAGES, int WS, int GROUP, int MINB, int PREGS = 0, int SWZ = 1>
 Variant make(const char* name) {
-  using C = WgCfg<WGM, BN, KB, STAGES, WS, GROUP, MINB, PREGS>;
+  using C = WgCfg<WGM, BN, KB, STAGES, WS, GROUP, MINB, PREGS, SWZ>;
   return {name, (const void*)bits_wgmma_kernel<C>, launch<C>, C::kThreads, C::kSmem};
 }
 
@@ -395,6 +395,7 @@ static std::vector<Variant> variants() {
       make<2, 128, 1024, 4, 1, 8, 1>("w6 256x128 2wg(128x128) 1024bx4 producer wg"),
       make<1, 256, 1024, 4, 1, 16, 1>("w7 w4 + raster group 16"),
       make<1, 256, 1024, 4, 1, 8, 1, 40>("w8 w4 + setmaxnreg 40 / 232 (producer spills)"),
+      make<1, 256, 1024, 4, 0, 8, 1, 0, 0>("w9 w0 unswizzled (diagnostic: layouts)"),
       make_tma<1, 256, 1024, 4, 1, 8>("t0 128x256 2wg(64x256) 1024bx4 TMA"),
       make_tma<1, 256, 1024, 4, 2, 8>("t1 t0 + cluster 2 along m, B multicast"),
       make_tma<2, 128, 1024, 4, 1, 8>("t2 256x128 2wg(128x128) 1024bx4 TMA"),

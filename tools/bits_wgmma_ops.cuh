@@ -146,6 +146,13 @@ __device__ __forceinline__ unsigned long long descriptor(std::uint32_t address, 
   return (unsigned long long)((address & 0x3ffffu) >> 4) | (1ull << 16) |
          ((unsigned long long)((8 * row_bytes) >> 4) << 32) | (layout << 62);
 }
+// The unswizzled K-major layout's descriptor (layout 0): core matrices of 8 rows x 16 bytes (128 bytes, rows
+// 16 bytes apart), the next 8 rows' 128 bytes on (stride byte offset 128), the next 16 bytes of k
+// `leading_bytes` on (the leading byte offset).
+__device__ __forceinline__ unsigned long long descriptor_interleaved(std::uint32_t address, int leading_bytes) {
+  return (unsigned long long)((address & 0x3ffffu) >> 4) | ((unsigned long long)((leading_bytes >> 4) & 0x3fff) << 16) |
+         ((unsigned long long)(128 >> 4) << 32);
+}
 // The physical byte offset of logical offset `off` (from a 1024-byte aligned base) of a K-major swizzled
 // layout of rows of row_bytes: the 16-byte chunk (bits 4-6) XORed with bits 7-9 (128 bytes: the row within
 // its block of 8), 4-5 with 7-8 (64 bytes: rows two by two), 4 with 7 (32 bytes) (CUTLASS's Swizzle<3|2|1,4,3>).

@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     unsigned long long da[C::kWgm];
 #pragma unroll
     for (int i = 0; i < C::kWgm; ++i)
-      da[i] = wg::descriptor(ring + 64 * (C::kWgm * cw + i) * C::kRowBytes, C::kRowBytes);
-    const unsigned long long db = wg::descriptor(ring + C::kBM * C::kRowBytes, C::kRowBytes);
+      da[i] = C::descriptor_a(ring, 64 * (C::kWgm * cw + i));
+    const unsigned long long db = C::descriptor_b(ring);
     int slot = 0;
     unsigned phase = 0;
     for (int tile = first_tile; tile < tiles; tile += tile_step) {
