@@ -4,14 +4,19 @@
 // B by columns (B^T by rows), 32-bit words, bit j % 32 of word j / 32, rows lda / ldb words (a multiple of 4:
 // 16-byte copies), bits past k zero. Outputs: packed bits (ldc words a row) or int32 witness counts.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o bits_wgmma_lab tools/bits_wgmma_lab.cu
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o bits_wgmma_lab tools/bits_wgmma_lab.cu
 //   bits_wgmma_lab [N ...]   (timed sizes, N^3; default 16384 8192; LAB_DENSITY=p, default 0.01)
-// tools/bits_wgmma_lab.sh builds, prints ptxas' registers and spills, and runs it.
+// (nvcc 13's -arch=sm_90a still emits compute_90 PTX, which has no wgmma: name compute_90a.)
+// tools/bits_wgmma_lab.sh builds, prints ptxas' registers and spills, and runs each variant on its own.
 //
-// The kernels (bits_wgmma_kernel.cuh): a block computes BM x BN of C (BM = 128 WGM: two consumer warpgroups of
-// WGM m64 tiles each, wgmma m64nBNk256), walking k through a ring of STAGES stages of KB bits (rows of KB / 8
-// bytes, 128 or 64: the swizzle's width) filled by cp.async. WS 0: every thread copies and the block's barrier
-// hands the stages over; WS 1: a producer warpgroup copies, mbarriers (full, empty) hand the stages over.
+// The kernels: a block computes BM x BN of C (BM = 128 WGM: two consumer warpgroups of WGM m64 tiles each,
+// wgmma m64nBNk256 from shared memory), walking k through a ring of STAGES stages of KB bits (rows of KB / 8
+// bytes, 128 or 64: the swizzle's width). Variants w (bits_wgmma_kernel.cuh): the ring filled by cp.async; WS 0
+// ("sync"): every thread copies and the block's barrier hands the stages over; WS 1 ("producer wg"): a
+// producer warpgroup copies, mbarriers (full, empty) hand the stages over. Variants t (bits_wgmma_tma.cuh): one
+// producer thread fills the ring by TMA; clusters of 2 along m share B's tile (multicast); persistent: as many
+// clusters as fit, walking tiles. First a diagonal problem (C = I: a layout error shows where the ones land),
+// then odd sizes, both checked; then the timed N^3, checked too.
 #include <cuda_runtime.h>
 
 #include <algorithm>
