@@ -24,6 +24,8 @@ sampler=$!
   timeout 60 "$lab" --ceiling || echo "ceiling: exit $?"
   count=$("$lab" --list)
   for phase in --odd --timed; do
+    [ "$phase" = --odd ] && echo "--- checked: C = I (256 x 256 x 1024), then odd sizes (density 0.05)" ||
+      echo "--- timed (median of 7 after 2) and checked: ${*:-16384 8192} cubed"
     for ((i = 0; i < count; ++i)); do
       timeout 120 "$lab" --variant "$i" "$phase" "$@" || echo "variant $i $phase: exit $? (124: timed out)"
     done
