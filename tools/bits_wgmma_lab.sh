@@ -11,13 +11,13 @@ out=${OUT:-/tmp}/bits_wgmma_lab
 mkdir -p "$out"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$nvcc" --version | tail -1
-"$nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o "$out/bits_wgmma_lab" \
+lab=$(mktemp -d)/bits_wgmma_lab  # the binary stays out of $OUT (only the logs come back)
+"$nvcc" -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -o "$lab" \
   "$root/tools/bits_wgmma_lab.cu" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
 echo "ptxas (registers, spill stores):"
 awk '/Compiling entry function/{name=$0; sub(/.*function ./,"",name); sub(/. for .*/,"",name)}
      /spill stores/{sp=$5 " " $6 " " $7} /Used [0-9]+ registers/{print "  " $5 " regs, " sp "  " name}' \
   "$out/build.txt" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(.*//'
-lab=$out/bits_wgmma_lab
 nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 200 > "$out/clocks.csv" 2>/dev/null &
 sampler=$!
 {
