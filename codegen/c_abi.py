@@ -98,6 +98,12 @@ EINSUM = {
     "tropical_einsum_plan_run_counting": ("tropical_status", "const void* plan, const void* const* values, "
                                                              "const void* const* counts, void* out_values, "
                                                              "void* out_counts, void* workspace, void* stream"),
+    "tropical_einsum_plan_run_part_host": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                              "void* output, int64_t part, int64_t parts, "
+                                                              "void* workspace"),
+    "tropical_einsum_plan_run_part": ("tropical_status", "const void* plan, const void* const* operands, "
+                                                         "void* output, int64_t part, int64_t parts, void* workspace, "
+                                                         "void* stream"),
     "tropical_einsum_plan_run_distributed": ("tropical_status", "const void* plan, const void* const* operands, "
                                                                 "void* output, void* comm, void* stream"),
     "tropical_einsum_plan_run_distributed_argmax": ("tropical_status", "const void* plan, "

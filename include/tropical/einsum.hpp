@@ -129,6 +129,14 @@ void einsum_counting_device(const EinsumProgram& plan, std::size_t element_bytes
 void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                           std::span<const void* const> operands, void* output, std::int64_t* assignment,
                           void* workspace, CUstream stream);
+/// Runs one share of plan's slices on host memory (see einsum_part_host); zero: the semiring zero.
+void einsum_part_host(const EinsumProgram& plan, const EinsumKernels& kernels, const void* zero,
+                      std::span<const void* const> operands, void* output, std::int64_t part, std::int64_t parts,
+                      void* workspace, int threads);
+/// Queues one share of plan's slices on a stream (see einsum_part); zero: the semiring zero.
+void einsum_part_device(const EinsumProgram& plan, const EinsumKernels& kernels, const void* zero,
+                        std::span<const void* const> operands, void* output, std::int64_t part,
+                        std::int64_t parts, void* workspace, CUstream stream);
 /// Queues plan on a stream (see einsum).
 void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
                    std::span<const void* const> operands, void* output, void* workspace, CUstream stream);
@@ -238,6 +246,32 @@ void einsum(const EinsumPlan& plan, std::span<const T* const> operands, T* outpu
             CUstream stream = nullptr) {
   std::vector<const void*> erased(operands.begin(), operands.end());
   detail::einsum_device(plan.program(), detail::einsum_kernels<S, T>(), erased, output, workspace, stream);
+}
+
+/// einsum_host of runner `part`'s share of plan's slices among `parts` runners (slice s to runner s mod parts):
+/// its slices merged into output with the semiring's addition, the semiring zero where it holds none, so that
+/// the parts merged (an all-reduce with the semiring's addition: max or min) are einsum_host's output. What a
+/// program spreading one contraction over processes runs before its own collective (tropical.distributed).
+/// Throws InvalidArgument unless parts >= 1 and 0 <= part < parts.
+template <Semiring S, Element T>
+requires kSupported<S, T>
+void einsum_part_host(const EinsumPlan& plan, std::span<const T* const> operands, T* output, std::int64_t part,
+                      std::int64_t parts, void* workspace = nullptr, int threads = 0) {
+  static const T zero = reference::zero<S, T>();
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_part_host(plan.program(), detail::einsum_kernels<S, T>(), &zero, erased, output, part, parts,
+                           workspace, threads);
+}
+
+/// einsum_part_host on device arrays, queued on `stream` as einsum queues (its workspace and capture rules).
+template <Semiring S, Element T>
+requires kSupported<S, T>
+void einsum_part(const EinsumPlan& plan, std::span<const T* const> operands, T* output, std::int64_t part,
+                 std::int64_t parts, void* workspace = nullptr, CUstream stream = nullptr) {
+  static const T zero = reference::zero<S, T>();
+  std::vector<const void*> erased(operands.begin(), operands.end());
+  detail::einsum_part_device(plan.program(), detail::einsum_kernels<S, T>(), &zero, erased, output, part, parts,
+                             workspace, stream);
 }
 
 /// einsum on device arrays with einsum_argmax_host's assignment (host memory), traced back on the host from

@@ -444,6 +444,19 @@ TROPICAL_API tropical_status tropical_einsum_plan_run_counting(const void* plan,
                                                                const void* const* counts, void* out_values,
                                                                void* out_counts, void* workspace, void* stream);
 
+/** tropical_einsum_plan_run_host of runner `part`'s share of the plan's slices among `parts` runners (slice s to
+ * runner s mod parts), merged into output with the semiring's addition, the semiring zero where the share holds no
+ * slice: the parts merged by an all-reduce with the semiring's addition (max or min) are the whole run's output.
+ * For a program spreading one contraction over processes with a collective of its own.
+ * TROPICAL_ERROR_INVALID_ARGUMENT unless parts >= 1 and 0 <= part < parts. Not for TROPICAL_COUNTING plans. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_part_host(const void* plan, const void* const* operands,
+                                                                void* output, int64_t part, int64_t parts,
+                                                                void* workspace);
+
+/** tropical_einsum_plan_run_part_host on device arrays, queued on stream as tropical_einsum_plan_run queues. */
+TROPICAL_API tropical_status tropical_einsum_plan_run_part(const void* plan, const void* const* operands, void* output,
+                                                           int64_t part, int64_t parts, void* workspace, void* stream);
+
 /** tropical_einsum_plan_run on every rank of an NCCL communicator together (tropical/distributed.hpp): comm is
  * the caller's ncclComm_t (a blocking communicator of the arrays' device), every rank passing the same plan and
  * operands of the same values; slice s runs on rank s mod size, then one collective (an all-reduce, or an

@@ -159,6 +159,29 @@ def contract(plan, operands, semiring):
     return _as_merged(plan, semiring, out)
 
 
+def contract_part(plan, operands, semiring, part, parts):
+    """Runner `part`'s share of the slices among `parts` runners (slice s to runner s mod parts), merged with the
+    semiring's addition, the semiring zero where it holds none: an array of the operands' kind and the output's
+    shape (tropical_einsum_plan_run_part; what tropical.distributed all-reduces)."""
+    import numpy
+    dtype = str(operands[0].dtype).replace("torch.", "")
+    handle = _handle(plan, semiring, dtype)
+    if _on_device(operands):
+        run = _Device(operands)
+        out = run.empty(handle.output_shape)
+        workspace = run.bytes(handle.workspace_bytes)
+        _lib.check(handle._dll.tropical_einsum_plan_run_part(handle.handle, ctypes.addressof(run.pointers),
+                                                             run.address(out), part, parts, run.address(workspace),
+                                                             run.stream))
+        return out
+    arrays, pointers = _pointers(operands)
+    out = numpy.empty(handle.output_shape, operands[0].dtype)
+    _lib.check(handle._dll.tropical_einsum_plan_run_part_host(handle.handle, ctypes.addressof(pointers),
+                                                              out.ctypes.data, part, parts, None))
+    del arrays
+    return out
+
+
 def contract_argmax(plan, operands, semiring):
     """(values, assignment) of einsum_argmax: assignment as einsum_argmax returns it (on a GPU framework's arrays,
     integer arrays of its kind)."""

@@ -46,6 +46,15 @@ class Plan:
     def sliced_labels(self):
         return [label for i, label in enumerate(self.labels) if self.sliced >> i & 1]
 
+    def __getstate__(self):
+        """The plan without its library handles (ctypes, one process's): what tropical.distributed broadcasts."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "native"}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.native = {}
+
 
 def _tree(problem, optimize, memory_limit, count):
     if isinstance(optimize, str):

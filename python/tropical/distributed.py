@@ -2,7 +2,9 @@
 process group. Every rank calls the same function with the same arguments; rank 0 plans and broadcasts the
 plan, so that every rank has the same slices; slice s goes to rank s mod world_size (the slices of one plan
 cost the same, so round robin balances them, each rank taking its slices in index order); each rank contracts
-its slices with the einsum executor and merges them with the semiring's addition; then one collective:
+its slices and merges them with the semiring's addition (values: the library's plan, tropical_einsum_plan_run_part,
+on the rank's device or the CPU backend; argmax, counting and bool operands: the einsum executor); then one
+collective:
 all_reduce MAX or MIN for values, all_gather for results that carry more than a value (argmax, counting),
 merged with the library's tie rule (the smallest slice index wins), so that the result does not depend on the
 number of ranks. Every rank returns the whole result.
@@ -13,7 +15,8 @@ torch.distributed, not tropical.torch."""
 
 import numpy as np
 
-from . import _einsum, _einsum_arrays, _einsum_exec, _einsum_parse, _einsum_path, _einsum_trace
+from . import (_einsum, _einsum_arrays, _einsum_exec, _einsum_native, _einsum_parse, _einsum_path,
+               _einsum_trace)
 from ._einsum_arrays import MINIMIZING
 from ._errors import InvalidArgument
 
@@ -117,6 +120,21 @@ def _from_tensor(like, t):
     return t.numpy() if isinstance(like, (np.ndarray, np.generic)) else t
 
 
+def _executor_part(ad, dist, group, plan, operands, semiring):
+    """This rank's slices through the Python executor (bool operands, and what the library's plans do not take),
+    merged; the semiring zero where it holds none."""
+    result = None
+    for _, fixed in _mine(dist, group, plan):
+        part = _einsum_exec.run(ad, plan, operands, None, semiring, "value", fixed, None).values
+        result = part if result is None else _einsum_trace.add(ad, semiring, result, part)
+    if result is None:
+        return _zero(ad, operands[0], plan, semiring)
+    if semiring == "andor" and plan.info.slices > 1:
+        # One process ORs every slice into 0/1 values; a rank holding a single slice has its raw values.
+        return _einsum_trace.add(ad, semiring, result, _zero(ad, operands[0], plan, semiring))
+    return result
+
+
 def contract(*args, semiring="maxplus", optimize="greedy", memory_limit=None, group=None):
     """tropical.einsum(*args, ...) computed by every rank of `group` (default: the world) together; every rank
     returns the whole result, the same bits as one process's tropical.einsum."""
@@ -125,15 +143,11 @@ def contract(*args, semiring="maxplus", optimize="greedy", memory_limit=None, gr
     shapes = [tuple(int(d) for d in x.shape) for x in operands]
     plan = _shared_plan(dist, group, equation, shapes, sublists, output, optimize, memory_limit)
     ad = _einsum_arrays.adapter(operands[0])
-    result = None
-    for _, fixed in _mine(dist, group, plan):
-        part = _einsum_exec.run(ad, plan, operands, None, semiring, "value", fixed, None).values
-        result = part if result is None else _einsum_trace.add(ad, semiring, result, part)
-    if result is None:
-        result = _zero(ad, operands[0], plan, semiring)
-    elif semiring == "andor" and plan.info.slices > 1:
-        # One process ORs every slice into 0/1 values; a rank holding a single slice has its raw values.
-        result = _einsum_trace.add(ad, semiring, result, _zero(ad, operands[0], plan, semiring))
+    if _einsum_native.usable(operands, plan, semiring):  # the library's plan runs this rank's share on its device
+        result = _einsum_native.contract_part(plan, operands, semiring, dist.get_rank(group),
+                                              dist.get_world_size(group))
+    else:
+        result = _executor_part(ad, dist, group, plan, operands, semiring)
     tensor = _as_tensor(torch, result)
     bool_values = tensor.dtype == torch.bool
     if bool_values or tensor.dtype == torch.int16:  # types gloo and NCCL may not reduce; both widen exactly

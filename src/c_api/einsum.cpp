@@ -168,6 +168,31 @@ tropical_status tropical_einsum_plan_run(const void* plan, const void* const* op
   });
 }
 
+tropical_status tropical_einsum_plan_run_part_host(const void* plan, const void* const* operands, void* output,
+                                                   int64_t part, int64_t parts, void* workspace) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    const std::vector<const void*> ops = operands_of(p, operands);
+    with_plan_types(p, [&]<class S, class T>() {
+      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
+      tropical::einsum_part_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), part, parts, workspace);
+    });
+  });
+}
+
+tropical_status tropical_einsum_plan_run_part(const void* plan, const void* const* operands, void* output,
+                                              int64_t part, int64_t parts, void* workspace, void* stream) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    const std::vector<const void*> ops = operands_of(p, operands);
+    with_plan_types(p, [&]<class S, class T>() {
+      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
+      tropical::einsum_part<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), part, parts, workspace,
+                                  static_cast<CUstream>(stream));
+    });
+  });
+}
+
 tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
                                                 int64_t* assignment, void* workspace, void* stream) {
   return guarded([&] {

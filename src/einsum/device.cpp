@@ -136,24 +136,47 @@ void einsum_argmax_device(const EinsumProgram& plan, const EinsumKernels& kernel
   driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
-void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
-                   std::span<const void* const> operands, void* output, void* workspace, CUstream stream) {
+namespace {
+
+/// Checks a plain run's pointers and queues `steps(backend, workspace)` on stream, with an owned workspace (the
+/// stream waited for before it is freed) where none is given.
+template <class Steps>
+void queue_plain(const EinsumProgram& plan, const EinsumKernels& kernels, std::span<const void* const> operands,
+                 void* output, void* workspace, CUstream stream, const Steps& steps) {
   einsum_detail::check_pointers(plan, operands, output, workspace == nullptr ? &plan : workspace);
   const std::size_t bytes = static_cast<std::size_t>(plan.program.workspace_elements) * kernels.element_bytes;
   const int device = run_device(plan, operands, output, kernels.element_bytes, workspace, bytes, stream);
   driver::ScopedContext context(device);
   DeviceBackend backend(kernels, stream);
   if (workspace != nullptr || bytes == 0) {
-    einsum_detail::run(plan, kernels, backend, operands, output, workspace);
+    steps(backend, workspace);
     return;
   }
   einsum_detail::refuse_under_capture(stream, "has no workspace: pass one of workspace_bytes() (a run allocates "
                                               "its own and waits for the stream to free it)");
   DeviceBuffer<std::byte> owned(bytes, device);
   const WaitOnExit wait{stream, true};
-  einsum_detail::run(plan, kernels, backend, operands, output, owned.get());
+  steps(backend, owned.get());
   // The workspace is freed when this returns: wait for the steps that use it.
   driver::check(driver::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+}  // namespace
+
+void einsum_device(const EinsumProgram& plan, const EinsumKernels& kernels,
+                   std::span<const void* const> operands, void* output, void* workspace, CUstream stream) {
+  queue_plain(plan, kernels, operands, output, workspace, stream, [&](DeviceBackend& backend, void* ws) {
+    einsum_detail::run(plan, kernels, backend, operands, output, ws);
+  });
+}
+
+void einsum_part_device(const EinsumProgram& plan, const EinsumKernels& kernels, const void* zero,
+                        std::span<const void* const> operands, void* output, std::int64_t part,
+                        std::int64_t parts, void* workspace, CUstream stream) {
+  const einsum_detail::SliceRange range = einsum_detail::share(part, parts);
+  queue_plain(plan, kernels, operands, output, workspace, stream, [&](DeviceBackend& backend, void* ws) {
+    einsum_detail::run_slices(plan, kernels, backend, operands, output, ws, range, zero);
+  });
 }
 
 }  // namespace tropical::detail

@@ -64,4 +64,15 @@ void einsum_host(const EinsumProgram& plan, const EinsumKernels& kernels,
                      workspace != nullptr ? workspace : owned.get());
 }
 
+void einsum_part_host(const EinsumProgram& plan, const EinsumKernels& kernels, const void* zero,
+                      std::span<const void* const> operands, void* output, std::int64_t part, std::int64_t parts,
+                      void* workspace, int threads) {
+  const einsum_detail::SliceRange range = einsum_detail::share(part, parts);
+  einsum_detail::HostWorkspace owned(
+      workspace == nullptr ? plan.program.workspace_elements * kernels.element_bytes : 0);
+  einsum_detail::HostBackend backend(kernels, threads);
+  einsum_detail::run_slices(plan, kernels, backend, operands, output, workspace != nullptr ? workspace : owned.get(),
+                            range, zero);
+}
+
 }  // namespace tropical::detail

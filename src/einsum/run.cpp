@@ -92,6 +92,14 @@ std::vector<std::int64_t> slice_index(const Program& program, std::int64_t slice
   return index;
 }
 
+SliceRange share(std::int64_t part, std::int64_t parts) {
+  if (parts < 1 || part < 0 || part >= parts) {
+    throw InvalidArgument("tropical: part " + std::to_string(part) + " of " + std::to_string(parts) +
+                          " is not a share of the slices (parts >= 1, 0 <= part < parts)");
+  }
+  return SliceRange{part, parts};
+}
+
 void run_slices(const detail::EinsumProgram& plan, const detail::EinsumKernels& kernels, Backend& backend,
                 std::span<const void* const> operands, void* output, void* workspace, SliceRange range,
                 const void* zero) {

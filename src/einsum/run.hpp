@@ -57,6 +57,10 @@ struct SliceRange {
   std::int64_t step = 1;
 };
 
+/// The share of runner `part` of `parts` (slice s goes to runner s mod parts); throws InvalidArgument unless
+/// parts >= 1 and 0 <= part < parts.
+SliceRange share(std::int64_t part, std::int64_t parts);
+
 /// The index of every sliced label of slice `slice` (next_slice's order: the last sliced label fastest).
 std::vector<std::int64_t> slice_index(const Program& program, std::int64_t slice);
 

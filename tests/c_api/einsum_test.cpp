@@ -187,3 +187,64 @@ TEST(CAbiEinsum, labels_and_path_positions_past_int_are_refused_not_truncated) {
 }
 
 }  // namespace
+
+namespace {
+
+/// ij,jk,kl->il over 2 x 8, 8 x 8 and 8 x 2 operands under a memory limit of 4 elements: a sliced plan.
+void* sliced_plan(tropical_semiring semiring) {
+  const int64_t ranks[] = {2, 2, 2}, labels[] = {0, 1, 1, 2, 2, 3}, shapes[] = {2, 8, 8, 8, 8, 2}, output[] = {0, 3};
+  void* plan = nullptr;
+  EXPECT_EQ(tropical_einsum_plan_create(semiring, TROPICAL_F32, 3, ranks, labels, shapes, 2, output, 0, nullptr, 4,
+                                        &plan),
+            TROPICAL_OK)
+      << last_error();
+  return plan;
+}
+
+}  // namespace
+
+TEST(CAbiEinsum, the_parts_of_a_sliced_plan_merged_are_the_whole_run) {
+  for (tropical_semiring semiring : {TROPICAL_MAXPLUS, TROPICAL_MINPLUS}) {
+    void* plan = sliced_plan(semiring);
+    int64_t slices = 0;
+    ASSERT_EQ(tropical_einsum_plan_info(plan, nullptr, nullptr, nullptr, &slices, nullptr), TROPICAL_OK);
+    ASSERT_GT(slices, 2);
+    std::vector<float> a(16), b(64), c(16);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 5);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 11) % 9) - 4;
+    for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>((i * 3) % 4);
+    const void* operands[] = {a.data(), b.data(), c.data()};
+    float whole[4] = {};
+    ASSERT_EQ(tropical_einsum_plan_run_host(plan, operands, whole, nullptr), TROPICAL_OK) << last_error();
+    const bool max = semiring == TROPICAL_MAXPLUS;
+    // Every split of the slices, up to one with more parts than slices (a part holding none gives the zero).
+    for (int64_t parts = 1; parts <= slices + 1; ++parts) {
+      float merged[4];
+      for (float& x : merged) x = max ? -INFINITY : INFINITY;
+      for (int64_t part = 0; part < parts; ++part) {
+        float got[4] = {1, 1, 1, 1};
+        ASSERT_EQ(tropical_einsum_plan_run_part_host(plan, operands, got, part, parts, nullptr), TROPICAL_OK)
+            << last_error();
+        if (part >= slices) {
+          for (float x : got) EXPECT_EQ(x, max ? -INFINITY : INFINITY) << "part " << part << " of " << parts;
+        }
+        for (int i = 0; i < 4; ++i) merged[i] = max ? std::fmax(merged[i], got[i]) : std::fmin(merged[i], got[i]);
+      }
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(merged[i], whole[i]) << parts << " parts, element " << i;
+    }
+    float out[4];
+    for (auto [part, parts] : {std::pair<int64_t, int64_t>{0, 0}, {-1, 2}, {2, 2}}) {
+      EXPECT_EQ(tropical_einsum_plan_run_part_host(plan, operands, out, part, parts, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+      EXPECT_NE(last_error().find("is not a share of the slices"), std::string::npos) << last_error();
+    }
+    EXPECT_EQ(tropical_einsum_plan_run_part(plan, operands, out, 0, 0, nullptr, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(tropical_einsum_plan_destroy(plan), TROPICAL_OK);
+  }
+  void* counting = make_plan(TROPICAL_COUNTING, TROPICAL_F64);
+  const double x[6] = {};
+  const void* operands[] = {x, x};
+  double out[4];
+  EXPECT_EQ(tropical_einsum_plan_run_part_host(counting, operands, out, 0, 1, nullptr), TROPICAL_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("counting plan"), std::string::npos) << last_error();
+  EXPECT_EQ(tropical_einsum_plan_destroy(counting), TROPICAL_OK);
+}
