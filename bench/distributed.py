@@ -9,7 +9,7 @@ Rank 0 plans once (TreeSA, seeded; excluded from the times) and every rank gets 
 rank 0 the single-GPU tropical.einsum of the same plan. The collective's share is (whole - slowest share) / whole.
 Every rank's result must equal the single-GPU result bit for bit (exit 1 otherwise).
 
-Usage: torchrun --nproc-per-node N bench/distributed.py [--n 250] [--memory-limit 16777216] [--repeats 3]
+Usage: torchrun --nproc-per-node N bench/distributed.py [--vertices 250] [--limit 16777216] [--repeats 3]
        [--trials 8]"""
 
 import argparse
@@ -45,8 +45,8 @@ def main(argv):
     import torch
     import torch.distributed as dist
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=250)
-    parser.add_argument("--memory-limit", type=int, default=1 << 24)
+    parser.add_argument("--vertices", type=int, default=250)
+    parser.add_argument("--limit", type=int, default=1 << 24)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--trials", type=int, default=8)
     options = parser.parse_args(argv[1:])
@@ -54,22 +54,22 @@ def main(argv):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     world = dist.get_world_size()
-    args = network(options.n, random_regular_graph(options.n, seed=options.n), np.float32)
+    args = network(options.vertices, random_regular_graph(options.vertices, seed=options.vertices), np.float32)
     shapes = [x if i % 2 or i == len(args) - 1 else x.shape for i, x in enumerate(args)]
     box = [None]
     if dist.get_rank() == 0:
         start = time.perf_counter()
         annealer = tropical.TreeSA(trials=options.trials, processes=min(options.trials, os.cpu_count() or 1), seed=1)
-        box[0] = (tropical.einsum_path(*shapes, optimize=annealer, memory_limit=options.memory_limit),
+        box[0] = (tropical.einsum_path(*shapes, optimize=annealer, memory_limit=options.limit),
                   time.perf_counter() - start)
     dist.broadcast_object_list(box, src=0)
     (path, info), plan_s = box[0]
     operands = [x if i % 2 or i == len(args) - 1 else torch.tensor(x, device="cuda") for i, x in enumerate(args)]
-    kwargs = {"optimize": path, "memory_limit": options.memory_limit}
+    kwargs = {"optimize": path, "memory_limit": options.limit}
     whole_s, got = median_s(torch, dist, lambda: td.contract(*operands, **kwargs), options.repeats)
     equation, ops, sublists, output = _einsum_parse.split_arguments(operands)
     plan = _einsum_path.cached_plan(equation, [tuple(x.shape) for x in ops], sublists, output, path,
-                                    options.memory_limit)
+                                    options.limit)
     share_s, _ = median_s(torch, dist,
                           lambda: _einsum_native.contract_part(plan, ops, "maxplus", dist.get_rank(), world),
                           options.repeats)
@@ -85,7 +85,7 @@ def main(argv):
             want = tropical.einsum(*operands, **kwargs)
         ok = all(np.float32(r).tobytes() == np.float32(float(want)).tobytes() for r in results)
         slowest = max(shares)
-        print(f"n = {options.n}, memory limit {options.memory_limit}: {info.slices} slices, log2 time "
+        print(f"n = {options.vertices}, memory limit {options.limit}: {info.slices} slices, log2 time "
               f"{info.log2_time:.1f}, space {info.log2_space:.1f}, TreeSA plan {plan_s:.1f} s (excluded)")
         print(f"{world} GPU(s): contract {whole_s * 1e3:.1f} ms (median of {options.repeats}), shares "
               f"{', '.join(f'{s * 1e3:.1f}' for s in shares)} ms, collective and the rest "
