@@ -10,6 +10,7 @@
 #include "tropical/error.hpp"
 #include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/jit/tiers.hpp"
 
 namespace tropical::detail {
 namespace {
@@ -26,6 +27,8 @@ std::array<std::atomic<int>, kRemembered> g_ready{};
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 bool ask(int device) {
+  // TROPICAL_TIERED=quick: the quick tier serves every call (for testing and measuring it), nothing else.
+  if (jit::tier_mode_from_env() == jit::TierMode::kQuickOnly) return false;
   if (jit::driver::device_arch(device) != kWgmmaArch) return false;
   try {
     // The registry compiles (sm_90a: the kernel's feature_arch) or reads the cache, and loads it; a failure

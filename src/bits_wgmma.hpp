@@ -18,7 +18,7 @@ namespace tropical::detail {
 bool bits_wgmma_fits(const catalog::BitsArgs& args);
 
 /// Whether `device` runs the wgmma kernel: an sm_90 device whose compile of the kernel (sm_90a) and its load have
-/// not failed. The first call on a device compiles the kernel (or reads it from the cache); a failure is logged
+/// not failed, unless TROPICAL_TIERED=quick (every call on the quick tier). The first call on a device compiles the kernel (or reads it from the cache); a failure is logged
 /// by the registry and remembered: the device then keeps the mma.sync kernel. Never throws for the compile.
 bool bits_wgmma_ready(int device);
 

@@ -22,6 +22,7 @@
 #include "tropical/device_buffer.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/jit/tiers.hpp"
 
 namespace tropical {
 namespace {
@@ -91,6 +92,7 @@ TEST_F(BitsGpu, products_equal_the_cpu_backend) {
 
 TEST_F(BitsGpu, the_wgmma_kernel_equals_the_mma_kernel) {
   if (jit::driver::device_arch(0) != 90) GTEST_SKIP() << "the wgmma kernel runs on sm_90 devices alone";
+  if (jit::tier_mode_from_env() == jit::TierMode::kQuickOnly) GTEST_SKIP() << "TROPICAL_TIERED=quick: no wgmma";
   ASSERT_TRUE(detail::bits_wgmma_ready(0)) << "the wgmma kernel did not compile (sm_90a) or load";
   std::mt19937_64 rng(11);
   constexpr auto kMma = catalog::KernelId::kGemmBitsB32;
