@@ -145,5 +145,31 @@ TEST(Bits, both_tiers_and_the_candidate_tiles_equal_the_cpu_backend) {
   check(259, 261, 1019, 1, 2, 0.05, 11);
 }
 
+TEST(Bits, the_launcher_takes_the_wgmma_kernel_for_16_byte_rows_of_a_nonempty_product_alone) {
+  alignas(16) static std::uint32_t words[64] = {};
+  const catalog::BitsArgs fits{.a = words, .bt = words + 4, .c = nullptr, .m = 300, .n = 5, .kk = 100, .lda = 4,
+                               .ldb = 8, .ldc = 1, .output = 0, .stride_a = 0, .stride_b = 12, .stride_c = 0,
+                               .batch = 3};
+  EXPECT_TRUE(detail::bits_wgmma_fits(fits));
+  const auto without = [&](auto change) {
+    catalog::BitsArgs args = fits;
+    change(args);
+    return detail::bits_wgmma_fits(args);
+  };
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.lda = 5; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.ldb = 6; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.stride_a = 2; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.stride_b = 1; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.a = words + 1; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.bt = words + 2; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.kk = 0; }));
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.m = 0; }));
+  // More tiles than one grid dimension holds.
+  EXPECT_FALSE(without([](catalog::BitsArgs& a) { a.m = a.n = std::int64_t{1} << 30; }));
+  const detail::Grid grid = detail::bits_wgmma_grid(300, 257, 70000);
+  EXPECT_EQ(grid.x, 3u * 2u);
+  EXPECT_EQ(grid.z, 65535u);
+}
+
 }  // namespace
 }  // namespace tropical
