@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Last: its macros rename words the standard headers use too.
 #include "cuda_host.hpp"
