@@ -32,8 +32,9 @@ struct Fiber {
 };
 
 constexpr int kRunnable = 0, kAtBlock = 1, kAtWarp = 2;
-// Turns in a row in which the block's threads only yield, changing nothing: a deadlock.
-constexpr unsigned kMaxIdleTurns = 100000;
+// Turns in a row in which the block's threads only yield, changing nothing: a deadlock (the threads are
+// deterministic, so a turn that changes nothing leaves the next one the same; a few more for good measure).
+constexpr unsigned kMaxIdleTurns = 16;
 
 struct Scheduler {
   ucontext_t main{};
