@@ -30,6 +30,16 @@ bool ask(int device) {
   // TROPICAL_TIERED=quick: the quick tier serves every call (for testing and measuring it), nothing else.
   if (jit::tier_mode_from_env() == jit::TierMode::kQuickOnly) return false;
   if (jit::driver::device_arch(device) != kWgmmaArch) return false;
+  // The ring's shared memory (193 KB): every sm_90 device has 227 KB a block, but a launch that asked for more
+  // than the device grants would fail where the mma.sync kernel runs.
+  const auto& api = jit::driver::api();
+  CUdevice handle = 0;
+  int shared = 0;
+  if (api.cuDeviceGet(&handle, device) != CUDA_SUCCESS ||
+      api.cuDeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, handle) != CUDA_SUCCESS ||
+      shared < G::kSmemBytes) {
+    return false;
+  }
   try {
     // The registry compiles (sm_90a: the kernel's feature_arch) or reads the cache, and loads it; a failure
     // there (an NVRTC or driver without sm_90a, ...) leaves the mma.sync kernel to serve.
