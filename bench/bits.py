@@ -1,7 +1,8 @@
 """Bit-packed AndOr on the GPU, side by side in one run (the targets; results in bench/RESULTS.md):
 
   python3 bench/bits.py product [N]   N^3 (16384): packed-bit output and int32 witness counts through
-                                      tropical.bits_matmul (the catalog's tuned tensor-core kernel), against the
+                                      tropical.bits_matmul (on sm_90 the wgmma kernel, else the catalog's tuned
+                                      mma.sync tensor-core kernel), against the
                                       byte-wise AndOr kernel (tropical.matmul(..., "andor") on uint8) and torch's
                                       fp16 matmul then > 0; booleans/s (N^3 / time, CUDA events, median of
                                       rounds) and ratios; every output checked against the others on a sample

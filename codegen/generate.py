@@ -110,6 +110,7 @@ def build_kernels(env):
         if ")TROPICAL_SRC" in k.source:
             raise SystemExit(f"{k.name}: fragment contains the raw-string delimiter")
         k.digest = hashlib.sha256(k.source.encode()).hexdigest()
+        k.feature_arch = spec.DEVICE_OPS[k.op].feature_arch if k.op in spec.DEVICE_OPS else 0
         add_quick_tier(env, k)
     return kernels
 

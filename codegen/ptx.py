@@ -85,6 +85,8 @@ def shipped_fragments(kernels):
     """(kernel, tier, name, source, light) for each fragment that ships PTX, in kernel order."""
     out = []
     for k in kernels:
+        if k.feature_arch:
+            continue  # arch-specific (sm_XYa): portable PTX of it would be its stub
         if k.quick_source:
             out.append((k, "quick", k.quick_name, k.quick_source, True))
         else:

@@ -907,12 +907,17 @@ class DeviceOp(enum.Enum):
     PERMUTE = "permute"
     PERMUTE_BOXED = "permute_boxed"
     BITS_TRANSPOSE = "bits_transpose"
+    BITS_WGMMA = "bits_wgmma"
 
 
 # template: its template (templates/); types (and semirings, or None) it is generated for; launch: the geometry
 # its template and its host code read (block_x, block_y, tile_m, tile_n and any key of its own); doc: one line
 # for the catalog's comments.
-DeviceOpSpec = collections.namedtuple("DeviceOpSpec", "template types semirings launch doc")
+# feature_arch: nonzero where the fragment uses the arch-specific features of sm_<feature_arch>a (wgmma): NVRTC
+# compiles it for that arch as sm_<feature_arch>a (jit::compile_options), its launcher takes it on devices of that
+# arch alone, it ships no PTX (codegen/ptx.py), and compiled for any other arch its kernel is a stub that traps.
+DeviceOpSpec = collections.namedtuple("DeviceOpSpec", "template types semirings launch doc feature_arch",
+                                      defaults=(0,))
 DEVICE_OPS = {}
 
 # Host and device spellings of a struct field's kind.
@@ -1005,3 +1010,20 @@ device_op(DeviceOp.BITS_TRANSPOSE, "words_in src, out dst, any_out count, i64 ro
           template="bits_transpose.cu.j2", types=(Type.B32,), semirings=None,
           launch={"block_x": 32, "block_y": 8, "tile_m": 256, "tile_n": 8, "smem_bytes": 0, "min_blocks": 4},
           doc="the transpose of a bit-packed matrix, optionally ORed with the identity, its pairs counted")
+
+# The packed AndOr product on Hopper's warpgroup tensor cores (templates/bits_wgmma.cu.j2: wgmma m64n256k256 .b1
+# .and.popc, sm_90a only), which src/bits_gemm.cpp takes instead of the catalog's AndOrBits kernel on sm_90 devices
+# where A's and B's rows and batch strides are whole 16-byte vectors (the same arguments, the same three output
+# forms and batch). Blocks of 128 x 256 of C and three warpgroups: a producer filling a ring of `stages` stages of
+# stage_bits bits of k (A's 128 rows then B's 256, rows of 128 bytes in the 128-byte swizzle wgmma reads) by
+# cp.async, handing each over by full / empty mbarriers, and two consumers of 64 x 256 (128 int32 accumulators a
+# thread). Blocks are taken `group` block rows at a time (one grid dimension of tiles, z the batch). Lab w7
+# (tools/bits_wgmma_lab.cu): 5.02 P packed bits and 4.44 P witness counts at 16384^3 on an H200, against the
+# mma.sync tile's 3.03 / 2.6; 193 KB of shared memory, one block an SM.
+device_op(DeviceOp.BITS_WGMMA, "words_in a bt, any_out c, i64 m n kk lda ldb ldc, i32 output, "
+          "i64 stride_a stride_b stride_c batch",
+          template="bits_wgmma.cu.j2", types=(Type.B32,), semirings=None,
+          launch={"block_x": 384, "block_y": 1, "tile_m": 128, "tile_n": 256,
+                  "smem_bytes": 4 * (128 + 256) * 128 + 1024 + 2 * 4 * 8, "stages": 4, "stage_bits": 1024,
+                  "group": 16, "min_blocks": 1},
+          doc="the packed AndOr product on wgmma (sm_90a)", feature_arch=90)

@@ -1,10 +1,12 @@
 // The packed AndOr launcher (include/tropical/bits.hpp) and the closure on the GPU: every argument checked
-// before any driver call but the device check, then one launch of whichever tier of the catalog's AndOrBits
-// kernel the registry serves; the closure's squarings and transposes (src/bits_closure.hpp) all on the device.
+// before any driver call but the device check, then the wgmma kernel where it applies (src/bits_wgmma.hpp: sm_90
+// devices, 16-byte rows), else one launch of whichever tier of the catalog's AndOrBits kernel the registry
+// serves; the closure's squarings and transposes (src/bits_closure.hpp) all on the device.
 
 #include "bits_checks.hpp"
 #include "bits_closure.hpp"
 #include "bits_transpose.hpp"
+#include "bits_wgmma.hpp"
 #include "checks.hpp"
 #include "launch.hpp"
 #include "tropical/bits.hpp"
@@ -59,6 +61,10 @@ void bits_gemm_batched(BitsOutput output, std::int64_t m, std::int64_t n, std::i
   catalog::BitsArgs args{.a = a, .bt = bt, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
                          .output = static_cast<int>(output), .stride_a = stride_a, .stride_b = stride_b,
                          .stride_c = stride_c, .batch = batch};
+  if (detail::bits_wgmma_fits(args) && detail::bits_wgmma_ready(device)) {
+    detail::bits_wgmma_launch(device, args, stream);
+    return;
+  }
   detail::launch(kBitsKernel, device, extent, stream, args);
 }
 

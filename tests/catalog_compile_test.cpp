@@ -47,6 +47,15 @@ TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_90) { compile_whole_ca
 
 TEST(CatalogCompile, every_fragment_compiles_alone_for_sm_80) { compile_whole_catalog(80); }
 
+TEST(CatalogCompile, the_wgmma_kernel_runs_wgmma_as_sm_90a_and_is_a_stub_for_any_other_arch) {
+  const auto& kernel = catalog::kKernels[static_cast<std::size_t>(catalog::KernelId::kBitsWgmmaB32)];
+  EXPECT_EQ(kernel.feature_arch, 90);
+  EXPECT_NE(jit::compile(kernel, 90).ptx.find("wgmma.mma_async"), std::string::npos);
+  const std::string stub = jit::compile(kernel, 80).ptx;
+  EXPECT_EQ(stub.find("wgmma.mma_async"), std::string::npos);
+  EXPECT_NE(stub.find("trap"), std::string::npos);
+}
+
 TEST(CatalogCompile, every_quick_fragment_compiles_alone_for_sm_90) {
   compile_whole_catalog(90, catalog::kQuickKernels, jit::effort_of(jit::Tier::kQuick));
 }

@@ -13,6 +13,8 @@ import unittest
 
 CODEGEN_DIR, TEMPLATES_DIR = sys.argv[1], sys.argv[2]
 sys.path.insert(0, CODEGEN_DIR)
+import generate as generator  # noqa: E402
+import ptx  # noqa: E402
 import spec  # noqa: E402
 
 
@@ -317,6 +319,27 @@ class CodegenTest(unittest.TestCase):
         self.assertIn("const unsigned* __restrict__ src, value_t* __restrict__ dst, void* __restrict__ count", text)
         self.assertIn("__shfl_xor_sync", text)
         self.assertIn("constexpr int kRows = 256;", text)
+
+    def test_the_wgmma_product_is_a_device_op_of_sm_90a_alone_that_ships_no_ptx(self):
+        kernels = [k for k in spec.catalog() if k.op == spec.DeviceOp.BITS_WGMMA]
+        self.assertEqual([k.name for k in kernels], ["tropical_bits_wgmma_b32"])
+        self.assertIsNone(spec.quick_launch(kernels[0]))
+        self.assertEqual(spec.DEVICE_OPS[spec.DeviceOp.BITS_WGMMA].feature_arch, 90)
+        self.assertEqual(spec.KERNEL_PARAMS["bits_wgmma"], spec.KERNEL_PARAMS["bits"])  # the product's arguments
+        # The catalog's entry carries the arch (jit::KernelSource::feature_arch); every other entry none.
+        entry = r'^    \{\d+, "(tropical_\w+)", R"TROPICAL_SRC\(.*?\)TROPICAL_SRC"sv,\n     "[0-9a-f]{64}"(, 90)?\},$'
+        entries = re.findall(entry, self.sources, re.MULTILINE | re.DOTALL)
+        self.assertEqual(len(entries), len(spec.catalog()))
+        self.assertEqual([name for name, arch in entries if arch], ["tropical_bits_wgmma_b32"])
+        text = self.fragment("tropical_bits_wgmma_b32")
+        self.assertIn("wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc", text)
+        self.assertIn("#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)", text)
+        launch = spec.DEVICE_OPS[spec.DeviceOp.BITS_WGMMA].launch
+        ring = launch["stages"] * (launch["tile_m"] + launch["tile_n"]) * launch["stage_bits"] // 8
+        self.assertLessEqual(ring + 1024 + 16 * launch["stages"], launch["smem_bytes"])
+        self.assertLessEqual(launch["smem_bytes"], 227 * 1024)
+        built = generator.build_kernels(generator.environment(TEMPLATES_DIR))
+        self.assertNotIn("tropical_bits_wgmma_b32", [f[2] for f in ptx.shipped_fragments(built)])
 
 
 if __name__ == "__main__":

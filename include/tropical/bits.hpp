@@ -11,7 +11,8 @@
 namespace tropical {
 
 /// C = A AND-OR B on device memory (the catalog's AndOrBits kernel: binary tensor cores on sm_80 and newer,
-/// its quick tier on CUDA cores), queued on `stream` (nullptr: the device's default stream); the arguments of
+/// its quick tier on CUDA cores; on sm_90 devices, for rows and batch strides of whole 16-byte vectors, the
+/// wgmma kernel, compiled as sm_90a on first use), queued on `stream` (nullptr: the device's default stream); the arguments of
 /// cpu::bits_gemm, every pointer on one device. Throws InvalidArgument (as cpu::bits_gemm, or operands on
 /// different devices or past their allocation), Unavailable (no driver, GPU or NVRTC), CompileError,
 /// CudaError.

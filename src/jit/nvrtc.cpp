@@ -250,9 +250,9 @@ bool reports_warning(std::string_view log) {
 
 }  // namespace
 
-std::vector<std::string> compile_options(int arch, Effort effort) {
+std::vector<std::string> compile_options(int arch, Effort effort, bool arch_specific) {
   std::vector<std::string> options = {
-      "--gpu-architecture=sm_" + std::to_string(arch),
+      "--gpu-architecture=sm_" + std::to_string(arch) + (arch_specific ? "a" : ""),
       "--std=c++17",
       "--fmad=false",
       "--ftz=false",
@@ -264,13 +264,17 @@ std::vector<std::string> compile_options(int arch, Effort effort) {
   return options;
 }
 
+std::vector<std::string> compile_options(const KernelSource& kernel, int arch, Effort effort) {
+  return compile_options(arch, effort, kernel.feature_arch != 0 && kernel.feature_arch == arch);
+}
+
 CompiledImage compile(const KernelSource& kernel, int arch, Effort effort) {
   // An exit handler waits for compiles in flight: NVRTC's own exit handlers
   // would pull its state from under them (src/jit/exit_guard.cpp).
   const exit_guard::Scope guard;
   if (!guard) throw Unavailable("tropical: not compiling " + std::string(kernel.name) + ": the process is exiting");
   const Nvrtc& api = nvrtc();
-  std::vector<std::string> options = compile_options(arch, effort);
+  std::vector<std::string> options = compile_options(kernel, arch, effort);
   const std::string name(kernel.name);
 
   // Every failure after loading is reported as a CompileError of this kernel.

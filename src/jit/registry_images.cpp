@@ -11,8 +11,9 @@ namespace tropical::jit {
 
 storage::CacheKey Registry::cache_key(std::uint32_t id, int arch, Tier tier) const {
   const KernelSource& kernel = source(id, tier);
-  return storage::CacheKey{std::string(kernel.name), std::string(kernel.digest), compile_options(arch, effort_of(tier)), arch,
-                  nvrtc_identity()};
+  // The options name sm_<arch>a for an arch-specific kernel: its key differs from any sm_<arch> image's.
+  return storage::CacheKey{std::string(kernel.name), std::string(kernel.digest),
+                           compile_options(kernel, arch, effort_of(tier)), arch, nvrtc_identity()};
 }
 
 Registry::ImageSlot& Registry::image_slot(std::uint32_t id, int arch, Tier tier) {
@@ -77,6 +78,8 @@ const CompiledImage& Registry::image(std::uint32_t id, int arch, Tier tier, stor
 const ShippedPtx* Registry::shipped_ptx(std::uint32_t id, int arch, Tier tier) const noexcept {
   const auto& table = tier_config_.ptx;
   if (id >= table.size() || table[id].text.empty() || table[id].tier != tier || arch < table[id].arch) return nullptr;
+  // An arch-specific kernel's portable PTX would be its stub (codegen/ptx.py ships none: this guards the table).
+  if (source(id, tier).feature_arch != 0) return nullptr;
   return &table[id];
 }
 

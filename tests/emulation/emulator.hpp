@@ -32,10 +32,22 @@ bool add_kernel(const char* name, const char* tier, Entry entry);
 /// The registered kernel, or nullptr.
 Entry find_kernel(const char* name, const char* tier);
 
+/// Waits until every thread of the running thread's warp (32 consecutive threads) that has not returned arrives
+/// (a warp's instruction: shuffles); the other warps' threads go on meanwhile. Threads of one warp waiting at
+/// different calls of it is an error.
+void warp_barrier();
+
+/// Gives the other threads of the block a turn without waiting at a barrier (a spin-wait's step: mbarriers).
+void yield();
+
+/// Tells the scheduler that the running thread changed what a spinning thread waits for (an mbarrier's arrival):
+/// a block whose threads only yield, with no progress over many turns, is a deadlock and throws.
+void progress();
+
 /// Runs entry(args) as a grid of `grid` blocks of `block` threads, block after block, the threads
 /// between two barriers in increasing order, then decreasing, then increasing... (a race between them
-/// shows in one of the orders); throws std::runtime_error if the threads of a block wait at different
-/// barriers.
+/// shows in one of the orders); throws std::runtime_error if the threads of a block (of a warp, at a warp's
+/// barrier) wait at different barriers, or spin (yield) without progress.
 void launch(Entry entry, void** args, Dim3 grid, Dim3 block);
 
 }  // namespace tropical::emulation

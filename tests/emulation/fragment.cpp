@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Last: its macros rename words the standard headers use too.
 #include "cuda_host.hpp"

@@ -1,7 +1,8 @@
 // The packed AndOr product on a real GPU against the CPU backend's, bit for bit (every output form, odd
 // sizes, k not a multiple of 32 or 256, padding ones past k, aligned and unaligned leading dimensions,
 // batches with a shared operand), the closure's packed transpose against the bitwise one, and the GPU closure
-// against the CPU one (padded rows, the caller's stream). meson runs it on the tier the
+// against the CPU one (padded rows, the caller's stream). On an sm_90 device, also the wgmma kernel against the
+// mma.sync one, both launched directly on the same operands (and products the public API sends to either). meson runs it on the tier the
 // registry serves, on the quick tier alone (TROPICAL_TIERED=quick) and on the tuned one alone
 // (TROPICAL_TIERED=0). Skips without a GPU.
 #include <gtest/gtest.h>
@@ -15,10 +16,13 @@
 #include <vector>
 
 #include "../../src/bits_transpose.hpp"
+#include "../../src/bits_wgmma.hpp"
 #include "../emulation/bits_transpose_cases.hpp"
 #include "tropical/bits.hpp"
 #include "tropical/device_buffer.hpp"
+#include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/driver.hpp"
+#include "tropical/jit/tiers.hpp"
 
 namespace tropical {
 namespace {
@@ -82,6 +86,55 @@ TEST_F(BitsGpu, products_equal_the_cpu_backend) {
                         s.batch);
       EXPECT_EQ(dc.download(want.size()), want) << "output " << static_cast<int>(output) << ", " << s.m << "x"
                                                 << s.n << "x" << s.k << " batch " << s.batch;
+    }
+  }
+}
+
+TEST_F(BitsGpu, the_wgmma_kernel_equals_the_mma_kernel) {
+  if (jit::driver::device_arch(0) != 90) GTEST_SKIP() << "the wgmma kernel runs on sm_90 devices alone";
+  if (jit::tier_mode_from_env() == jit::TierMode::kQuickOnly) GTEST_SKIP() << "TROPICAL_TIERED=quick: no wgmma";
+  ASSERT_TRUE(detail::bits_wgmma_ready(0)) << "the wgmma kernel did not compile (sm_90a) or load";
+  std::mt19937_64 rng(11);
+  constexpr auto kMma = catalog::KernelId::kGemmBitsB32;
+  // k not a multiple of 32, 256 or 1024 (and of whole stages with a cut last word: 1019), m and n not of the
+  // 128 x 256 tile, more products than one launch takes (70000: two launches of the wgmma kernel).
+  for (const Case& s : std::vector<Case>{{1, 1, 1, 1, 0, 0.5, false},
+                                         {17, 33, 31, 1, 4, 0.5, false},
+                                         {130, 129, 300, 1, 0, 0.1, false},
+                                         {257, 300, 1000, 2, 4, 0.01, false},
+                                         {129, 255, 4099, 3, 0, 0.001, true},
+                                         {1000, 1000, 1019, 1, 0, 0.003, false},
+                                         {300, 700, 2049, 2, 8, 0.002, false},
+                                         {64, 64, 65536, 1, 4, 0.0002, false},
+                                         {3, 5, 40, 70000, 0, 0.3, false}}) {
+    const std::int64_t lda = (bits_words(s.k) + 3) / 4 * 4 + s.pad, ldb = bits_ld(s.k) + s.pad;
+    const std::int64_t sa = s.m * lda, sb = s.shared_b ? 0 : s.n * ldb;
+    const auto a = random_words(rng, s.batch * s.m, s.k, lda, s.p);
+    const auto b = random_words(rng, s.shared_b ? s.n : s.batch * s.n, s.k, ldb, s.p);
+    const DeviceBuffer<std::uint32_t> da(a), db(b);
+    for (const int output : {0, 1, 2}) {
+      const std::int64_t ldc = output == 0 ? bits_words(s.n) + 1 : s.n + 3, sc = s.m * ldc;
+      const std::size_t bytes = static_cast<std::size_t>(s.batch * sc) * (output == 1 ? 1 : 4) + 16;
+      const std::vector<std::uint8_t> fill(bytes, 0x5a);
+      DeviceBuffer<std::uint8_t> mma(fill), wgmma(fill);
+      catalog::BitsArgs args{.a = da.get(), .bt = db.get(), .c = mma.get(), .m = s.m, .n = s.n, .kk = s.k,
+                             .lda = lda, .ldb = ldb, .ldc = ldc, .output = output, .stride_a = sa, .stride_b = sb,
+                             .stride_c = sc, .batch = s.batch};
+      ASSERT_TRUE(detail::bits_wgmma_fits(args));
+      const detail::Extent extent{s.m, s.n, s.k, s.batch};
+      const jit::LaunchShape& tuned = catalog::kTunedLaunch[static_cast<std::size_t>(kMma)];
+      detail::launch_one_tier(kMma, 0, detail::grid_for(tuned, extent), nullptr, args);
+      args.c = wgmma.get();
+      detail::bits_wgmma_launch(0, args, nullptr);
+      const auto want = mma.download(bytes);
+      EXPECT_EQ(wgmma.download(bytes), want) << "output " << output << ", " << s.m << "x" << s.n << "x" << s.k
+                                             << " batch " << s.batch << " lda " << lda;
+      if (s.batch <= 3) {  // and both against the CPU backend
+        std::vector<std::uint8_t> host(fill);
+        cpu::bits_gemm_batched(static_cast<BitsOutput>(output), s.m, s.n, s.k, a.data(), lda, sa, b.data(), ldb,
+                               sb, host.data(), ldc, sc, s.batch);
+        EXPECT_EQ(want, host) << "output " << output << ", " << s.m << "x" << s.n << "x" << s.k;
+      }
     }
   }
 }

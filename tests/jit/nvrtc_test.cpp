@@ -92,6 +92,17 @@ TEST(CompileOptions, are_a_fixed_list_naming_the_arch) {
   }
 }
 
+TEST(CompileOptions, an_arch_specific_kernel_is_compiled_for_sm_xya_on_its_arch_alone) {
+  std::vector<std::string> expected = compile_options(90);
+  expected.front() = "--gpu-architecture=sm_90a";
+  EXPECT_EQ(compile_options(90, Effort::kFull, true), expected);
+  const KernelSource specific{0, "k", "", "", 90}, portable{0, "k", "", ""};
+  EXPECT_EQ(compile_options(specific, 90), expected);
+  EXPECT_EQ(compile_options(specific, 80), compile_options(80));
+  EXPECT_EQ(compile_options(specific, 100, Effort::kLight), compile_options(100, Effort::kLight));
+  EXPECT_EQ(compile_options(portable, 90), compile_options(90));
+}
+
 TEST(CompileOptions, light_effort_adds_only_compile_time_options_to_the_full_list) {
   std::vector<std::string> expected = compile_options(90);
   expected.insert(expected.end(), {"--Ofast-compile=min", "--minimal"});

@@ -198,6 +198,24 @@ TEST(ShippedPtx, a_device_older_than_the_ptx_or_a_loader_without_jit_compiles_wi
   EXPECT_EQ(plain.tuned, 1);
 }
 
+TEST(ShippedPtx, an_arch_specific_kernel_takes_no_shipped_ptx_and_compiles_for_its_arch_as_such) {
+  test::TempDir dir("ptx");
+  // Kernel 1 uses sm_90a's own features: a PTX in the table (portable, so its stub) is never handed to the JIT.
+  constexpr KernelSource kSpecific[] = {{0, "tropical_two", "tuned source", "tuned-digest"},
+                                        {1, "tropical_one", "one source", "one-digest", 90}};
+  CountingCompiler compiler;
+  auto loader = std::make_shared<JitLoader>();
+  Registry registry(kSpecific, cache_in(dir.path()), tiers(compiler, loader));
+  EXPECT_FALSE(registry.jit_cache_key(1, 90).has_value());
+  registry.kernel(1, 0);
+  EXPECT_EQ(loader->jits, 0);
+  EXPECT_EQ(compiler.tuned, 1);
+  // Its key names sm_90a on its arch (no sm_90 image is ever taken for it), sm_XY on any other.
+  EXPECT_EQ(registry.cache_key(1, 90).options.front(), "--gpu-architecture=sm_90a");
+  EXPECT_EQ(registry.cache_key(1, 80).options, compile_options(80));
+  EXPECT_EQ(registry.cache_key(0, 90).options, compile_options(90));
+}
+
 TEST(ShippedPtx, sixteen_threads_racing_on_first_use_get_one_jit) {
   test::TempDir dir("ptx");
   CountingCompiler compiler;
@@ -252,12 +270,16 @@ TEST(ShippedPtx, the_build_compiled_the_ptx_with_the_run_time_options) {
   }
 }
 
-TEST(ShippedPtx, the_catalog_ships_ptx_for_every_quick_fragment_and_every_kernel_with_one_tier) {
+TEST(ShippedPtx, the_catalog_ships_ptx_of_every_quick_fragment_and_one_tier_kernel_but_sm_xya_ones) {
   if (!TROPICAL_SHIP_PTX) GTEST_SKIP() << "built with -Dship_ptx=false: the library ships no PTX";
   for (std::size_t id = 0; id < catalog::kKernelCount; ++id) {
     const ShippedPtx& ptx = catalog::kShippedPtx[id];
     const bool two_tiers = !catalog::kQuickKernels[id].source.empty();
     SCOPED_TRACE(std::string(catalog::kKernels[id].name));
+    if (catalog::kKernels[id].feature_arch != 0) {  // arch-specific (sm_XYa): its portable PTX would be a stub
+      EXPECT_TRUE(ptx.text.empty());
+      continue;
+    }
     ASSERT_FALSE(ptx.text.empty());
     EXPECT_EQ(ptx.tier, two_tiers ? Tier::kQuick : Tier::kTuned);
     EXPECT_GE(ptx.arch, 75);

@@ -36,11 +36,16 @@ enum class Effort : std::uint8_t {
 ///   --minimal                     no implicit CUDA runtime/texture declarations
 ///                                 (the fragments are self-contained).
 /// No option turns warnings into errors (NVRTC 13 has none); compile() rejects
-/// any log that reports a warning instead.
-std::vector<std::string> compile_options(int arch, Effort effort = Effort::kFull);
+/// any log that reports a warning instead. arch_specific: sm_<arch>a in place of
+/// sm_<arch> (the arch's own features, e.g. wgmma on sm_90a; the image runs on
+/// that arch alone), for a kernel whose KernelSource::feature_arch is arch.
+std::vector<std::string> compile_options(int arch, Effort effort = Effort::kFull, bool arch_specific = false);
+
+/// compile_options() for `kernel` on sm_<arch>: arch-specific where the kernel's feature_arch is arch.
+std::vector<std::string> compile_options(const KernelSource& kernel, int arch, Effort effort = Effort::kFull);
 
 /// Compiles `kernel.source` alone to CUBIN and PTX for sm_<arch> with
-/// compile_options(arch, effort). Opens libnvrtc with dlopen on the first call.
+/// compile_options(kernel, arch, effort). Opens libnvrtc with dlopen on the first call.
 /// Thread-safe. Throws CompileError (with the NVRTC log and options) if the
 /// fragment does not compile or NVRTC prints any warning, Unavailable if
 /// libnvrtc cannot be loaded.
