@@ -3,6 +3,7 @@
 
 #include <limits>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,25 @@ using tropical::c_api::raw;
 using tropical::c_api::typed;
 using tropical::c_api::with_plan_types;
 using tropical::c_api::with_types;
+
+namespace {
+
+/// The checks every value run shares (the plan, its operands, output and workspace aligned for T), then
+/// run.template operator()<S, T>(plan, operands, output) for the plan's semiring and type.
+template <class Run>
+tropical_status run_values(const void* plan, const void* const* operands, void* output, void* workspace,
+                           Run&& run) {
+  return guarded([&] {
+    const Plan& p = plan_of(plan);
+    const std::vector<const void*> ops = operands_of(p, operands);
+    with_plan_types(p, [&]<class S, class T>() {
+      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
+      run.template operator()<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output));
+    });
+  });
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -115,28 +135,19 @@ tropical_status tropical_einsum_plan_workspace_bytes(const void* plan, size_t* b
 
 tropical_status tropical_einsum_plan_run_host(const void* plan, const void* const* operands, void* output,
                                               void* workspace) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::einsum_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), workspace);
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::einsum_host<S, T>(e, ops, out, workspace);
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_host_argmax(const void* plan, const void* const* operands,
                                                      void* output, int64_t* assignment, void* workspace) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
-      tropical::einsum_argmax_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment,
-                                         workspace);
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
+                      tropical::einsum_argmax_host<S, T>(e, ops, out, assignment, workspace);
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const void* const* values,
@@ -157,54 +168,35 @@ tropical_status tropical_einsum_plan_run_host_counting(const void* plan, const v
 
 tropical_status tropical_einsum_plan_run(const void* plan, const void* const* operands, void* output,
                                          void* workspace, void* stream) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::einsum<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), workspace,
-                             static_cast<CUstream>(stream));
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::einsum<S, T>(e, ops, out, workspace, static_cast<CUstream>(stream));
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_part_host(const void* plan, const void* const* operands, void* output,
                                                    int64_t part, int64_t parts, void* workspace) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::einsum_part_host<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), part, parts, workspace);
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::einsum_part_host<S, T>(e, ops, out, part, parts, workspace);
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_part(const void* plan, const void* const* operands, void* output,
                                               int64_t part, int64_t parts, void* workspace, void* stream) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::einsum_part<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), part, parts, workspace,
-                                  static_cast<CUstream>(stream));
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::einsum_part<S, T>(e, ops, out, part, parts, workspace, static_cast<CUstream>(stream));
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_argmax(const void* plan, const void* const* operands, void* output,
                                                 int64_t* assignment, void* workspace, void* stream) {
-  return guarded([&] {
-    const Plan& p = plan_of(plan);
-    const std::vector<const void*> ops = operands_of(p, operands);
-    with_plan_types(p, [&]<class S, class T>() {
-      tropical::c_api::check_aligned<T>({{output, "output"}, {workspace, "workspace"}});
-      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
-      tropical::einsum_argmax<S, T>(p.plan, typed<T>(ops), static_cast<T*>(output), assignment, workspace,
-                                    static_cast<CUstream>(stream));
-    });
-  });
+  return run_values(plan, operands, output, workspace,
+                    [&]<class S, class T>(const tropical::EinsumPlan& e, std::span<const T* const> ops, T* out) {
+                      tropical::c_api::check_aligned<std::int64_t>({{assignment, "assignment"}});
+                      tropical::einsum_argmax<S, T>(e, ops, out, assignment, workspace, static_cast<CUstream>(stream));
+                    });
 }
 
 tropical_status tropical_einsum_plan_run_counting(const void* plan, const void* const* values,
