@@ -13,6 +13,7 @@
 #include "dealing.hpp"
 #include "device_steps.hpp"
 #include "nccl.hpp"
+#include "start.hpp"
 #include "wait.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
@@ -38,19 +39,11 @@ void einsum_distributed_argmax(const EinsumProgram& plan, const EinsumKernels& k
                                const DistributedOptions& options) {
   using namespace einsum_detail;
   using namespace distributed_detail;
-  if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
-  check_pointers(plan, operands, output, &plan);  // the workspace is the run's own
   const std::size_t rows = plan.network.labels.size() - plan.network.output.size();
   if (rows > 0 && assignment == nullptr) throw InvalidArgument("tropical: the einsum assignment is null");
-  const double limit_s = wait_limit_s(options.timeout_s);
   const std::size_t eb = kernels.element_bytes;
-  const std::int64_t out = plan.output_size;
-  RunDevices devices;
-  devices.add_operands(plan, operands, eb, "einsum operand");
-  devices.add(output, static_cast<std::size_t>(out) * eb, "the einsum output");
-  const int device = devices.device(stream);
-  const Nccl& api = nccl();
-  const Ranks ranks = ranks_of(api, comm, device);
+  const auto [limit_s, device, nccl_api, ranks] = start(plan, operands, output, eb, comm, stream, options);
+  const Nccl& api = *nccl_api;
   const std::size_t packed = (ArgmaxPart::packed_bytes(plan, eb) + 255) / 256 * 256;
   const std::size_t workspace = (argmax_bytes(plan.program, eb) + 255) / 256 * 256;
   driver::ScopedContext context(device);

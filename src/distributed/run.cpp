@@ -10,6 +10,7 @@
 #include "device_steps.hpp"
 #include "layout.hpp"
 #include "nccl.hpp"
+#include "start.hpp"
 #include "wait.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
@@ -23,17 +24,10 @@ void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels,
                         const DistributedOptions& options) {
   using namespace einsum_detail;
   using namespace distributed_detail;
-  if (comm == nullptr) throw InvalidArgument("tropical: the NCCL communicator is null");
-  check_pointers(plan, operands, output, &plan);  // the workspace is the run's own
-  const double limit_s = wait_limit_s(options.timeout_s);
   const std::size_t eb = kernels.element_bytes;
   const std::int64_t out = plan.output_size;
-  RunDevices devices;
-  devices.add_operands(plan, operands, eb, "einsum operand");
-  devices.add(output, static_cast<std::size_t>(out) * eb, "the einsum output");
-  const int device = devices.device(stream);
-  const Nccl& api = nccl();
-  const Ranks ranks = ranks_of(api, comm, device);
+  const auto [limit_s, device, nccl_api, ranks] = start(plan, operands, output, eb, comm, stream, options);
+  const Nccl& api = *nccl_api;
   const Collective collective = collective_for(more.add, more.element);
   const std::int64_t rows = holders(plan.info.slices, ranks.size);
   const Layout layout(static_cast<std::size_t>(plan.program.workspace_elements) * eb, collective.all_reduce ? 0 : 1,
