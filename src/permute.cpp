@@ -86,16 +86,23 @@ std::int64_t smallest_divisor(std::int64_t size, std::int64_t least) {
 /// sectors for every width (a box of runs of 2 reads a quarter of each sector it touches, the rest of it later).
 constexpr std::int64_t kRun = 32;
 
-/// Puts `part` elements of axis `next` (a divisor of its size) in the box: the whole axis, or its inner part
-/// (size = outer x part, the part stepping as the axis did, the outer part `part` times as far) where the rank
-/// allows a split; false where it does not.
+/// Splits axis `a` into (outer, part), `part` a divisor of its size: the part stepping as the axis did, the outer
+/// part, appended, `part` times as far and in the box where the axis is; false (nothing changed) where the rank
+/// allows no other axis. A part of the whole size changes nothing.
+bool split(BoxChoice& b, int a, std::int64_t part) {
+  Axis& x = b.axes[a];
+  if (part == x.size) return true;
+  if (b.rank == kMaxPermuteRank) return false;
+  b.inner[b.rank] = b.inner[a];
+  b.axes[b.rank++] = Axis{x.size / part, x.src * part, x.dst * part};
+  x.size = part;
+  return true;
+}
+
+/// Puts `part` elements of axis `next` (a divisor of its size) in the box: the whole axis, or its inner part where
+/// the rank allows a split; false where it does not.
 bool take(BoxChoice& b, int next, std::int64_t part) {
-  Axis& x = b.axes[next];
-  if (part < x.size) {
-    if (b.rank == kMaxPermuteRank) return false;
-    b.axes[b.rank++] = Axis{x.size / part, x.src * part, x.dst * part};
-    x.size = part;
-  }
+  if (!split(b, next, part)) return false;
   b.inner[next] = true;
   b.box *= part;
   return true;
@@ -201,15 +208,9 @@ int lane_order(BoxChoice& b, Axis* order) {
       if (next < 0) break;
       if (!taken[next]) {
         const std::int64_t need = (kLaneRun[side] + lanes - 1) / lanes;
-        Axis& x = b.axes[next];
-        const std::int64_t part = smallest_divisor(x.size, need);
-        if (part < x.size && b.rank < kMaxPermuteRank) {  // x = (outer, part), the outer part still in the box
-          b.axes[b.rank] = Axis{x.size / part, x.src * part, x.dst * part};
-          b.inner[b.rank++] = true;
-          x.size = part;
-        }
+        split(b, next, smallest_divisor(b.axes[next].size, need));  // at the rank limit: the whole axis
         taken[next] = true;
-        order[n++] = x;
+        order[n++] = b.axes[next];
       }
       lanes *= b.axes[next].size;
       run *= b.axes[next].size;
