@@ -138,48 +138,41 @@ def _on_device(operands):
     return _kind(operands[0]) in ("torch", "cupy")
 
 
-def contract(plan, operands, semiring):
-    """The values of einsum (an array of the operands' kind and the output's shape, 0-d for a scalar)."""
+def _values(plan, operands, semiring, share):
+    """The merged values of every slice (share None: tropical_einsum_plan_run, _run_host) or of one runner's share
+    of them (share (part, parts): _run_part, _run_part_host), an array of the operands' kind and the output's
+    shape, queued on a GPU framework's current stream with its allocator's workspace."""
     import numpy
     dtype = str(operands[0].dtype).replace("torch.", "")
+    handle = _handle(plan, semiring, dtype)
+    dll, rest = handle._dll, tuple(share or ())
     if _on_device(operands):
-        handle = _handle(plan, semiring, dtype)
         run = _Device(operands)
         out = run.empty(handle.output_shape)
         workspace = run.bytes(handle.workspace_bytes)
-        _lib.check(handle._dll.tropical_einsum_plan_run(handle.handle, ctypes.addressof(run.pointers),
-                                                        run.address(out), run.address(workspace), run.stream))
+        call = dll.tropical_einsum_plan_run_part if share else dll.tropical_einsum_plan_run
+        _lib.check(call(handle.handle, ctypes.addressof(run.pointers), run.address(out), *rest,
+                        run.address(workspace), run.stream))
         return out
-    handle = _handle(plan, semiring, dtype)
     arrays, pointers = _pointers(operands)
     out = numpy.empty(handle.output_shape, operands[0].dtype)
-    _lib.check(handle._dll.tropical_einsum_plan_run_host(handle.handle, ctypes.addressof(pointers), out.ctypes.data,
-                                                         None))
+    call = dll.tropical_einsum_plan_run_part_host if share else dll.tropical_einsum_plan_run_host
+    _lib.check(call(handle.handle, ctypes.addressof(pointers), out.ctypes.data, *rest, None))
     del arrays
-    return _as_merged(plan, semiring, out)
+    return out
+
+
+def contract(plan, operands, semiring):
+    """The values of einsum (an array of the operands' kind and the output's shape, 0-d for a scalar)."""
+    out = _values(plan, operands, semiring, None)
+    return out if _on_device(operands) else _as_merged(plan, semiring, out)
 
 
 def contract_part(plan, operands, semiring, part, parts):
     """Runner `part`'s share of the slices among `parts` runners (slice s to runner s mod parts), merged with the
     semiring's addition, the semiring zero where it holds none: an array of the operands' kind and the output's
     shape (tropical_einsum_plan_run_part; what tropical.distributed all-reduces)."""
-    import numpy
-    dtype = str(operands[0].dtype).replace("torch.", "")
-    handle = _handle(plan, semiring, dtype)
-    if _on_device(operands):
-        run = _Device(operands)
-        out = run.empty(handle.output_shape)
-        workspace = run.bytes(handle.workspace_bytes)
-        _lib.check(handle._dll.tropical_einsum_plan_run_part(handle.handle, ctypes.addressof(run.pointers),
-                                                             run.address(out), part, parts, run.address(workspace),
-                                                             run.stream))
-        return out
-    arrays, pointers = _pointers(operands)
-    out = numpy.empty(handle.output_shape, operands[0].dtype)
-    _lib.check(handle._dll.tropical_einsum_plan_run_part_host(handle.handle, ctypes.addressof(pointers),
-                                                              out.ctypes.data, part, parts, None))
-    del arrays
-    return out
+    return _values(plan, operands, semiring, (part, parts))
 
 
 def contract_argmax(plan, operands, semiring):
