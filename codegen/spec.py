@@ -329,9 +329,12 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # double buffering): the k-tiles shared memory holds; an argmax whose whole k
 # fits (k <= ring x tile_k) rescans its winners from there, not from global
 # memory (templates/argmax.cuh.j2). lanes, if set, is the warp's shape in
-# threads (along n, along m; default WARP_LANES_N x WARP_LANES_M).
+# threads (along n, along m; default WARP_LANES_N x WARP_LANES_M). cells, if
+# set (argmax only), is the k up to which the block also keeps each operand
+# as chunk cells (a row's kChunk values of one chunk, contiguous) and rescans
+# its winners from those (templates/argmax_cells.cuh.j2).
 Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
-                              "won_shared lanes", defaults=(None, None, None, None, False, None))
+                              "won_shared lanes cells", defaults=(None, None, None, None, False, None, 0))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries the maximum at its chunk's start and
@@ -390,14 +393,22 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # thread tiles in blocks of 128 at 3 per SM (4.52 -> 5.19 T; 4 x 4 at 3 per SM,
 # 4.1 T; winners in shared memory, 3.8-4.2 T), 32^3 and 16^3 compare every 2
 # k-steps (3.77 -> 4.22 T, 2.30 -> 2.36 T; 8 x 4 thread tiles spill there).
+# The rescan from the k-major ring then cost 0.044 of the 64^3 product's
+# 0.210 ms, 0.026 of it bank conflicts (each lane at its own chunk, a warp's
+# lanes met on 8 banks): the f32 tiles now copy each k-tile, while it is in
+# the double buffer, into chunk cells (cells=64: a row's kChunk values of one
+# chunk contiguous, at a place set by the row or column), and rescan a chunk as
+# one vector of each operand; cheaper rescans make chunks of 4 the better
+# trade at 32^3 too (op counts per element at k = 32: 16 compare + ~11
+# rescan instructions against chunk 2's 32 + ~5). Not yet timed on a GPU.
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 2, ring=4),
-                   Tile(64, 64, 16, 8, 4, 3, None, 4, ring=4)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, cells=64), Tile(32, 32, 16, 4, 4, 8, None, 4, cells=64),
+                   Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
@@ -414,16 +425,17 @@ SKINNY_TILES = {
 }
 
 
-def argmax_rescan(tile_k, chunk, ring):
+def argmax_rescan(tile_k, chunk, ring, cells=0):
     """How the argmax's rescan of global memory walks a winning chunk
     (templates/argmax.cuh.j2): 'serial' (out of line, stopping at the first
     match: chunks of a whole k-tile) or 'unrolled' (the chunk's loads all at
     once: short chunks). Kernels whose k-tiles stay resident (ring > 2) rescan
-    from shared memory where k fits, so their global rescan, for larger k, is
-    the serial one, which adds no registers to the kernel. Measured on the
-    H100 (bench/RESULTS.md): a rescan taking one k-step of every
-    element at a time, or walking pointers by a uniform step, lost to these."""
-    return "serial" if chunk == tile_k or ring > 2 else "unrolled"
+    from shared memory where k fits (as do kernels with chunk cells), so their
+    global rescan, for larger k, is the serial one, which adds no registers to
+    the kernel. Measured on the H100 (bench/RESULTS.md): a rescan taking one
+    k-step of every element at a time, or walking pointers by a uniform step,
+    lost to these."""
+    return "serial" if chunk == tile_k or ring > 2 or cells else "unrolled"
 
 def argmax_rescan_group(op):
     """k-steps the serial rescan loads at a time before comparing them. Its loads
@@ -470,7 +482,7 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells = tile
     lanes_n, lanes_m = lanes or (WARP_LANES_N, WARP_LANES_M)
     chunk = chunk or tile_k
     ring = ring or 2
@@ -490,14 +502,28 @@ def launch(kernel):
     assert (tile_m * tile_k // vec) % threads == 0 and (tile_n * tile_k // vec) % threads == 0, kernel.name
     # ... and a thread's vectors are a whole number of tile rows (or k) apart.
     assert all((threads * vec) % d == 0 for d in (tile_k, tile_m, tile_n)), kernel.name
+    smem_bytes = 0
+    pad = shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring, 4 * tile_m * tile_n if won_shared else 0)
+    if cells:
+        # The cells go with the padded ring, in dynamic shared memory where the two pass the static limit.
+        assert kernel.op in ARGMAX_OPS and chunk < tile_k and cells % tile_k == 0, kernel.name
+        assert ring == 2 and not won_shared, kernel.name
+        pad = vec
+        total = (ring * tile_k * (tile_m + tile_n + 2 * pad) + argmax_cells_elements(tile_m, tile_n, cells, chunk)) \
+            * TYPE_BYTES[kernel.type]
+        smem_bytes = total if total > STATIC_SMEM_BYTES else 0
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
-            "smem_bytes": 0, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
+            "smem_bytes": smem_bytes, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
-            "rescan": argmax_rescan(tile_k, chunk, ring), "rescan_group": argmax_rescan_group(kernel.op),
-            "ring": ring, "won_shared": won_shared,
-            "pad": shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring,
-                                  4 * tile_m * tile_n if won_shared else 0)}
+            "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
+            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad}
+
+
+def argmax_cells_elements(tile_m, tile_n, cells, chunk):
+    """Elements of the argmax's chunk cells (templates/argmax_cells.cuh.j2): op(A)'s rows of cells / chunk cells
+    and one of padding, op(B)'s columns of cells k."""
+    return tile_m * (cells + chunk) + tile_n * cells
 
 
 # ---------------------------------------------------------------- tiers

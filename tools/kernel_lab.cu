@@ -13,7 +13,8 @@
 // full (i16 over its whole range). Prints one line: median and spread of 15
 // timed launches (events), T MAC/s, and an FNV-1a hash of C (and the argmax).
 // Fragments come from `codegen/generate.py --fragments DIR`. LAB_GRID_Z caps
-// the batched kernels' grid z (the library launches min(batch, 65535)).
+// the batched kernels' grid z (the library launches min(batch, 65535)); LAB_SMEM gives a kernel its dynamic
+// shared memory (the catalog's smem_bytes, from codegen/spec.py's launch()).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -132,8 +133,12 @@ int main(int argc, char** argv) {
   // LAB_GRID_Z: fewer blocks along the batch, each looping over several products.
   const long long gz_cap = std::getenv("LAB_GRID_Z") ? std::atoll(std::getenv("LAB_GRID_Z")) : 65535;
   const unsigned gz = batched ? (unsigned)std::min<long long>(batch, gz_cap) : 1;
+  // LAB_SMEM: bytes of dynamic shared memory, the kernel's smem_bytes in the catalog (codegen/spec.py's launch();
+  // 0 for most kernels), allowed past 48 KB first as the library does (src/launch.cpp).
+  const unsigned smem = std::getenv("LAB_SMEM") ? (unsigned)std::atoll(std::getenv("LAB_SMEM")) : 0;
+  if (smem > 48 * 1024) CHECK_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
   auto launch = [&] {
-    CHECK_CU(cuLaunchKernel(fn, gx, gy, gz, block_x, block_y, 1, 0, nullptr, args.data(), nullptr));
+    CHECK_CU(cuLaunchKernel(fn, gx, gy, gz, block_x, block_y, 1, smem, nullptr, args.data(), nullptr));
   };
   launch();
   launch();
