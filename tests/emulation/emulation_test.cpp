@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -175,28 +176,27 @@ TEST(SignedZeros, argmax_c_is_the_plain_product_c_bit_for_bit) {
   expect_argmax_c_is_the_product_c<MinMax, double>();
 }
 
-// The batched argmax of the tensor-network shapes on its default tile and the small ones. The
-// small tiles keep every k-tile in shared memory and rescan from there where k <= 64 (64^3, 16^3, and 50 x 40
-// x 50: a partial last k-tile, rows and columns short of the tile), from global memory beyond (37 x 29 x 70).
-TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
-  std::mt19937_64 rng(25);
-  for (const char* name : {"tropical_gemm_batched_argmax_maxplus_f32", "tropical_gemm_batched_argmax_maxplus_f32_64x64",
-                           "tropical_gemm_batched_argmax_maxplus_f32_32x32",
-                           "tropical_gemm_batched_argmax_maxplus_f32_16x16"}) {
+// The batched argmax of the tensor-network shapes on the named tiles (semiring S, T), both tiers. The small
+// tiles keep their operands as chunk cells and rescan from there where k <= 64 (64^3, 16^3, and 50 x 40 x 50:
+// a partial last k-tile, rows and columns short of the tile), from global memory beyond (37 x 29 x 70).
+template <class S, class T>
+void expect_batched_argmax_is_the_reference(std::initializer_list<const char*> names, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (const char* name : names) {
     for (const Shape& s : {Shape{64, 64, 64, Trans::kNo, Trans::kNo, 0}, Shape{16, 16, 16, Trans::kNo, Trans::kYes, 0},
                            Shape{50, 40, 50, Trans::kYes, Trans::kYes, 1},
                            Shape{37, 29, 70, Trans::kYes, Trans::kNo, 2}}) {
       long long m = s.m, n = s.n, k = s.k, batch = 5;
       long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n, ldx = n;
       long long sa = rows_of(s.ta, s.m, s.k) * lda, sb = rows_of(s.tb, s.k, s.n) * ldb, sc = m * ldc, sx = m * ldx;
-      const std::vector<float> a = random_matrix<MaxPlus, float>(static_cast<std::size_t>(sa * batch), rng, true);
-      const std::vector<float> b = random_matrix<MaxPlus, float>(static_cast<std::size_t>(sb * batch), rng, true);
-      std::vector<float> want(static_cast<std::size_t>(sc * batch));
+      const std::vector<T> a = random_matrix<S, T>(static_cast<std::size_t>(sa * batch), rng, true);
+      const std::vector<T> b = random_matrix<S, T>(static_cast<std::size_t>(sb * batch), rng, true);
+      std::vector<T> want(static_cast<std::size_t>(sc * batch));
       std::vector<std::int32_t> want_arg(static_cast<std::size_t>(sx * batch));
-      reference::gemm_batched_argmax<MaxPlus, float>(s.ta, s.tb, m, n, k, a.data(), lda, sa, b.data(), ldb, sb,
-                                                     want.data(), ldc, sc, want_arg.data(), ldx, sx, batch);
+      reference::gemm_batched_argmax<S, T>(s.ta, s.tb, m, n, k, a.data(), lda, sa, b.data(), ldb, sb, want.data(), ldc,
+                                           sc, want_arg.data(), ldx, sx, batch);
       for (const char* tier : kTiers) {
-        std::vector<float> c(want.size(), 7.f);
+        std::vector<T> c(want.size(), T(7));
         std::vector<std::int32_t> arg(want_arg.size(), 7);
         catalog::GemmBatchedArgmaxArgs args{.a = a.data(), .b = b.data(), .c = c.data(), .argmax = arg.data(),
                                             .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
@@ -211,6 +211,20 @@ TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
       }
     }
   }
+}
+
+TEST(BatchedArgmax, every_tile_of_both_tiers_is_the_reference) {
+  expect_batched_argmax_is_the_reference<MaxPlus, float>(
+      {"tropical_gemm_batched_argmax_maxplus_f32", "tropical_gemm_batched_argmax_maxplus_f32_64x64",
+       "tropical_gemm_batched_argmax_maxplus_f32_32x32", "tropical_gemm_batched_argmax_maxplus_f32_16x16"},
+      25);
+}
+
+// The small tiles' rescan with other semirings' products and padding (the zero: +inf for MinMax, 0 for MaxMul).
+TEST(BatchedArgmax, small_tiles_of_other_semirings_are_the_reference) {
+  expect_batched_argmax_is_the_reference<MinMax, float>({"tropical_gemm_batched_argmax_minmax_f32_64x64"}, 26);
+  expect_batched_argmax_is_the_reference<MaxMul, float>({"tropical_gemm_batched_argmax_maxmul_f32_32x32"}, 27);
+  expect_batched_argmax_is_the_reference<MaxMin, float>({"tropical_gemm_batched_argmax_maxmin_f32_16x16"}, 28);
 }
 
 // The backward passes (one tier each): dC of small integers, so that sums are exact in any order (the
