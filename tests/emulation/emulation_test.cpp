@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../gpu/test_data.hpp"
@@ -204,10 +205,22 @@ void expect_batched_argmax_is_the_reference(std::initializer_list<const char*> n
                                             .stride_a = sa, .stride_b = sb, .stride_c = sc, .stride_argmax = sx,
                                             .batch = batch};
         launch_kernel(id_of(name), tier, {m, n, k, batch}, args);
-        const std::string what = std::string(name) + " " + tier + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                 std::to_string(k);
+        const std::string what = std::string(name) + " " + tier + " " + std::to_string(m) + "x" +
+                                 std::to_string(n) + "x" + std::to_string(k);
         expect_equal(c, want, what + " C");
         expect_equal(arg, want_arg, what + " argmax");
+        // Blocks that walk several products (grid z under the batch, as for batches past 65535): each product
+        // starts from the shared memory the block's previous one left.
+        const auto index = static_cast<std::size_t>(id_of(name));
+        const auto& shape =
+            std::string_view(tier) == "quick" ? catalog::kQuickLaunch[index] : catalog::kTunedLaunch[index];
+        const Dim3 walk{static_cast<unsigned>((n - 1) / shape.tile_n + 1),
+                        static_cast<unsigned>((m - 1) / shape.tile_m + 1), 2};
+        std::fill(c.begin(), c.end(), T(7));
+        std::fill(arg.begin(), arg.end(), 7);
+        launch_kernel(id_of(name), tier, {m, n, k, batch}, args, &walk);
+        expect_equal(c, want, what + " C, 2 blocks along the batch");
+        expect_equal(arg, want_arg, what + " argmax, 2 blocks along the batch");
       }
     }
   }
