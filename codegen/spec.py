@@ -332,9 +332,12 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # threads (along n, along m; default WARP_LANES_N x WARP_LANES_M). cells, if
 # set (argmax only), is the k up to which the block also keeps each operand
 # as chunk cells (a row's kChunk values of one chunk, contiguous) and rescans
-# its winners from those (templates/argmax_cells.cuh.j2).
+# its winners from those (templates/argmax_cells.cuh.j2); with cells_loop the
+# k loop also reads its operands from the cells (a chunk of an element at a
+# time), staged there directly, with no k-major ring.
 Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
-                              "won_shared lanes cells", defaults=(None, None, None, None, False, None, 0))
+                              "won_shared lanes cells cells_loop",
+                              defaults=(None, None, None, None, False, None, 0, False))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries the maximum at its chunk's start and
@@ -400,15 +403,18 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # chunk contiguous, at a place set by the row or column), and rescan a chunk as
 # one vector of each operand; cheaper rescans make chunks of 4 the better
 # trade at 32^3 too (op counts per element at k = 32: 16 compare + ~11
-# rescan instructions against chunk 2's 32 + ~5). Not yet timed on a GPU.
+# rescan instructions against chunk 2's 32 + ~5). The 16 x 16 tile's k loop
+# reads the cells too (cells_loop: no ring, no copy; ptxas, NVRTC sm_90: no
+# spills, against 24 bytes with the copy; the 64 x 64 tile spills 76 bytes
+# that way, 16 with the copy). Not yet timed on a GPU.
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, cells=64), Tile(32, 32, 16, 4, 4, 8, None, 4, cells=64),
-                   Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, cells=64, cells_loop=True),
+                   Tile(32, 32, 16, 4, 4, 8, None, 4, cells=64), Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }
@@ -482,7 +488,8 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells = tile
+    (tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells,
+     cells_loop) = tile
     lanes_n, lanes_m = lanes or (WARP_LANES_N, WARP_LANES_M)
     chunk = chunk or tile_k
     ring = ring or 2
@@ -507,17 +514,17 @@ def launch(kernel):
     if cells:
         # The cells go with the padded ring, in dynamic shared memory where the two pass the static limit.
         assert kernel.op in ARGMAX_OPS and chunk < tile_k and cells % tile_k == 0, kernel.name
-        assert ring == 2 and not won_shared, kernel.name
+        assert ring == 2 and not won_shared and kernel.type in (Type.F32, Type.F64), kernel.name
         pad = vec
-        total = (ring * tile_k * (tile_m + tile_n + 2 * pad) + argmax_cells_elements(tile_m, tile_n, cells, chunk)) \
-            * TYPE_BYTES[kernel.type]
+        ring_elements = 0 if cells_loop else ring * tile_k * (tile_m + tile_n + 2 * pad)
+        total = (ring_elements + argmax_cells_elements(tile_m, tile_n, cells, chunk)) * TYPE_BYTES[kernel.type]
         smem_bytes = total if total > STATIC_SMEM_BYTES else 0
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": smem_bytes, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
-            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad}
+            "ring": ring, "won_shared": won_shared, "cells": cells, "cells_loop": cells_loop, "pad": pad}
 
 
 def argmax_cells_elements(tile_m, tile_n, cells, chunk):
