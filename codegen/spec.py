@@ -413,8 +413,8 @@ SMALL_TILES = {
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, cells=64, cells_loop=True),
-                   Tile(32, 32, 16, 4, 4, 8, None, 4, cells=64), Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 2, ring=4),
+                   Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
 }

@@ -119,6 +119,11 @@ class TierLauncher {
     const unsigned gx = static_cast<unsigned>((n - 1) / r.launch.tile_n + 1);
     const unsigned gy = static_cast<unsigned>((m - 1) / r.launch.tile_m + 1);
     const unsigned gz = static_cast<unsigned>(std::min<long long>(batch, 65535));
+    if (r.launch.smem_bytes > 48 * 1024) {  // past the static limit a launch must ask (as src/launch.cpp does)
+      jit::driver::check(api.cuFuncSetAttribute(r.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                static_cast<int>(r.launch.smem_bytes)),
+                         "cuFuncSetAttribute");
+    }
     jit::driver::check(api.cuLaunchKernel(r.function, gx, gy, gz, r.launch.block_x, r.launch.block_y, 1,
                                           r.launch.smem_bytes, stream, pointers.data(), nullptr),
                        "cuLaunchKernel");
