@@ -398,15 +398,13 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # k-steps (3.77 -> 4.22 T, 2.30 -> 2.36 T; 8 x 4 thread tiles spill there).
 # The rescan from the k-major ring then cost 0.044 of the 64^3 product's
 # 0.210 ms, 0.026 of it bank conflicts (each lane at its own chunk, a warp's
-# lanes met on 8 banks): the f32 tiles now copy each k-tile, while it is in
-# the double buffer, into chunk cells (cells=64: a row's kChunk values of one
-# chunk contiguous, at a place set by the row or column), and rescan a chunk as
-# one vector of each operand; cheaper rescans make chunks of 4 the better
-# trade at 32^3 too (op counts per element at k = 32: 16 compare + ~11
-# rescan instructions against chunk 2's 32 + ~5). The 16 x 16 tile's k loop
-# reads the cells too (cells_loop: no ring, no copy; ptxas, NVRTC sm_90: no
-# spills, against 24 bytes with the copy; the 64 x 64 tile spills 76 bytes
-# that way, 16 with the copy). Not yet timed on a GPU.
+# lanes met on 8 banks): the 64 x 64 f32 tile now copies each k-tile, while it
+# is in the double buffer, into chunk cells (cells=64: a row's kChunk values of
+# one chunk contiguous, at a place set by the row or column) and rescans a
+# chunk as one vector of each operand (H200: 5.22 -> 6.18 T, MaxMin 4.55 ->
+# 4.84; ncu: issue slots 62 -> 71 % busy). The 32 x 32 and 16 x 16 tiles keep
+# the ring: with cells (chunks of 4 at 32^3; at 16^3 the k loop reading the
+# cells, cells_loop) the one run that timed them lost 10 % at 16^3.
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
