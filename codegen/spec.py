@@ -402,16 +402,19 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # is in the double buffer, into chunk cells (cells=64: a row's kChunk values of
 # one chunk contiguous, at a place set by the row or column) and rescans a
 # chunk as one vector of each operand (H200: 5.22 -> 6.18 T, MaxMin 4.55 ->
-# 4.84; ncu: issue slots 62 -> 71 % busy). The 32 x 32 and 16 x 16 tiles keep
-# the ring: with cells (chunks of 4 at 32^3; at 16^3 the k loop reading the
-# cells, cells_loop) the one run that timed them lost 10 % at 16^3.
+# 4.84; ncu: issue slots 62 -> 71 % busy). The 32 x 32 tile takes cells with
+# chunks of 4 (lab, H200: 4.14 -> 4.41 T; cells with chunks of 2, 4.19; the
+# ring with chunks of 4, 3.69); the 16 x 16 tile keeps the ring (with cells and
+# the k loop reading them, cells_loop, it lost 10 %). On the 64 x 64 tile,
+# chunks of 8 (5.36 T), warps of 16 x 2 (6.00), 4 blocks an SM (4.52, spills)
+# and 4 x 4 thread tiles (5.17) lost to the kept 6.08.
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 2, ring=4),
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 4, cells=32),
                    Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
