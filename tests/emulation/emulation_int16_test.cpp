@@ -21,12 +21,14 @@ namespace {
 using I16 = std::int16_t;
 constexpr int kLow = std::numeric_limits<I16>::lowest(), kHigh = std::numeric_limits<I16>::max();
 
-enum class Data { kSmall, kEdge, kFull, kAlternate };
+enum class Data { kSmall, kEdge, kFull, kAlternate, kOddLarge };
 
-/// Element at k-index k of an operand for data d (kAlternate: small for even k-tiles of 32, full for odd).
+/// Element at k-index k of an operand for data d (kAlternate: small for even k-tiles of 32, full for odd;
+/// kOddLarge: small but lowest() or max() at k = 17 of each k-tile of 32, the high half of a word of A).
 I16 value(Data d, std::int64_t k, std::mt19937_64& rng) {
   std::uniform_int_distribution<int> small(-(1 << 13), (1 << 13) - 1), edge(0, 7), any(kLow, kHigh), pick(0, 15);
   if (d == Data::kAlternate) d = (k / 32) % 2 == 0 ? Data::kSmall : Data::kFull;
+  if (d == Data::kOddLarge) return k % 32 == 17 ? (pick(rng) % 2 ? kHigh : kLow) : static_cast<I16>(small(rng));
   switch (d) {
     case Data::kSmall: return static_cast<I16>(small(rng));
     case Data::kEdge: {
@@ -49,7 +51,9 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, Data d, std::uint6
     for (std::int64_t c = 0; c < k; ++c) a[static_cast<std::size_t>(r * lda + c)] = value(d, c, rng);
   }
   for (std::int64_t r = 0; r < k; ++r) {
-    for (std::int64_t c = 0; c < n; ++c) b[static_cast<std::size_t>(r * ldb + c)] = value(d, r, rng);
+    for (std::int64_t c = 0; c < n; ++c) {
+      b[static_cast<std::size_t>(r * ldb + c)] = value(d == Data::kOddLarge ? Data::kSmall : d, r, rng);
+    }
   }
   std::vector<I16> want(static_cast<std::size_t>(m * ldc), I16(3));
   reference::gemm<S, I16>(Trans::kNo, Trans::kNo, m, n, k, a.data(), lda, b.data(), ldb, want.data(), ldc);
@@ -75,8 +79,10 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, Data d, std::uint6
 
 TEST(EmulatedInt16, products_equal_the_reference_on_every_kind_of_data) {
   std::uint64_t seed = 1;
-  for (const Data d : {Data::kSmall, Data::kEdge, Data::kFull, Data::kAlternate}) {
-    for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{1, 1, 1}, {129, 65, 129}, {70, 130, 100}}) {
+  for (const Data d : {Data::kSmall, Data::kEdge, Data::kFull, Data::kAlternate, Data::kOddLarge}) {
+    // 128 x 136 x 96: leading dimensions of whole vectors, so whole k-tiles take the vector path.
+    for (const auto& [m, n, k] :
+         {std::array<std::int64_t, 3>{1, 1, 1}, {129, 65, 129}, {70, 130, 100}, {128, 136, 96}}) {
       check<MaxPlus>(m, n, k, d, seed++);
       check<MinPlus>(m, n, k, d, seed++);
     }
