@@ -332,12 +332,10 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # threads (along n, along m; default WARP_LANES_N x WARP_LANES_M). cells, if
 # set (argmax only), is the k up to which the block also keeps each operand
 # as chunk cells (a row's kChunk values of one chunk, contiguous) and rescans
-# its winners from those (templates/argmax_cells.cuh.j2); with cells_loop the
-# k loop also reads its operands from the cells (a chunk of an element at a
-# time), staged there directly, with no k-major ring.
+# its winners from those (templates/argmax_cells.cuh.j2).
 Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
-                              "won_shared lanes cells cells_loop",
-                              defaults=(None, None, None, None, False, None, 0, False))
+                              "won_shared lanes cells",
+                              defaults=(None, None, None, None, False, None, 0))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries the maximum at its chunk's start and
@@ -405,7 +403,7 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # 4.84; ncu: issue slots 62 -> 71 % busy). The 32 x 32 tile takes cells with
 # chunks of 4 (lab, H200: 4.14 -> 4.41 T; cells with chunks of 2, 4.19; the
 # ring with chunks of 4, 3.69); the 16 x 16 tile keeps the ring (with cells and
-# the k loop reading them, cells_loop, it lost 10 %). On the 64 x 64 tile,
+# the k loop reading them with no ring, it lost 10 %). On the 64 x 64 tile,
 # chunks of 8 (5.36 T), warps of 16 x 2 (6.00), 4 blocks an SM (4.52, spills)
 # and 4 x 4 thread tiles (5.17) lost to the kept 6.08.
 SMALL_TILES = {
@@ -489,8 +487,7 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    (tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells,
-     cells_loop) = tile
+    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells = tile
     lanes_n, lanes_m = lanes or (WARP_LANES_N, WARP_LANES_M)
     chunk = chunk or tile_k
     ring = ring or 2
@@ -517,7 +514,7 @@ def launch(kernel):
         assert kernel.op in ARGMAX_OPS and chunk < tile_k and cells % tile_k == 0, kernel.name
         assert ring == 2 and not won_shared and kernel.type in (Type.F32, Type.F64), kernel.name
         pad = vec
-        ring_elements = 0 if cells_loop else ring * tile_k * (tile_m + tile_n + 2 * pad)
+        ring_elements = ring * tile_k * (tile_m + tile_n + 2 * pad)
         total = (ring_elements + argmax_cells_elements(tile_m, tile_n, cells, chunk)) * TYPE_BYTES[kernel.type]
         smem_bytes = total if total > STATIC_SMEM_BYTES else 0
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
@@ -525,7 +522,7 @@ def launch(kernel):
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
-            "ring": ring, "won_shared": won_shared, "cells": cells, "cells_loop": cells_loop, "pad": pad,
+            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad,
             "packed_stage": packed_stage(kernel), "large_late": large_late(kernel)}
 
 
