@@ -523,17 +523,17 @@ def launch(kernel):
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
             "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad,
-            "packed_stage": packed_stage(kernel), "large_late": large_late(kernel)}
+            "packed_stage": packed_stage(kernel)}
 
 
 # How the tiled kernels stage a k-tile (templates/gemm_tile.cuh.j2). packed_stage:
 # 16-bit elements held in registers as the words they were loaded in, not one
 # a register (the int16 DPX product's stage spilled 112 bytes at 128 registers,
 # and the spill stores waited on the loads; NVRTC sm_90: none at 120), A's
-# pairs made by one byte permute. large_late: the two-path kernels (int16 and
-# i32 (+) products) ask whether a staged k-tile holds a large element after the
-# tile's steps, not as it loads, where the test (and the branch on it) waited on
-# the loads; packed, two elements a word at once. H200, kernel_lab side by side
+# pairs made by one byte permute. The two-path kernels (int16 and i32 (+)
+# products) ask whether a staged k-tile holds a large element after the tile's
+# steps, not as it loads, where the test (and the branch on it) waited on the
+# loads; packed, two elements a word at once. H200, kernel_lab side by side
 # (the same bits): int16 MaxPlus 8192^3 on +-2^13 24.08 -> 25.09 (packed) ->
 # 26.64 (+ late) -> 27.39 T (+ the word test and permute), full range 8.02 ->
 # 8.33 T, batched 64^3 12.9 -> 13.5 T; kernels_bench, late alone: i32 MaxPlus
@@ -544,11 +544,6 @@ def packed_stage(kernel):
     int16 DPX products; on the other int16 kernels ptxas spilled more with it
     (MaxMin 4834 -> 7248 bytes, the batched argmax 28 -> 72)."""
     return i16_a_pairs(kernel)
-
-
-def large_late(kernel):
-    """Whether a two-path kernel tests its staged k-tile after the tile's steps (see above)."""
-    return kernel.type == Type.I32 or packed_stage(kernel)
 
 
 def argmax_cells_elements(tile_m, tile_n, cells, chunk):
