@@ -379,6 +379,24 @@ void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small =
   }
 }
 
+/// C (m x m) = A (m x k) (x) B (k x m): a product of few tiles and deep k, which the library splits over k
+/// (src/split_k.cpp) so that its tiles' parts fill the device.
+template <class S, class T>
+void run_deep(benchmark::State& state, std::int64_t m, std::int64_t k) {
+  if (!need_gpu(state)) return;
+  DeviceMemory a(static_cast<std::size_t>(m * k) * sizeof(T)), b(static_cast<std::size_t>(k * m) * sizeof(T)),
+      c(static_cast<std::size_t>(m * m) * sizeof(T));
+  fill<S, T>(a, m * k, 1);
+  fill<S, T>(b, k * m, 2);
+  const double macs = double(m) * m * k;
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { gemm<S, T>(m, m, k, a.as<T>(), b.as<T>(), c.as<T>()); }, samples_for(macs));
+    state.SetIterationTime(ms * 1e-3);
+  }
+  report<T>(state, macs, ms);
+}
+
 /// CountingTropical C = A (x) B, n^3; counts uniform in [0, 2). Values uniform floats in
 /// [-1000, 1000): the maximum of an element lies in one chunk of 16 k (its chunk rescan) but for about
 /// 5 in 10^6 elements (a CPU count over 2^20 elements of these data at k = 8192), so about 2 % of the
@@ -687,6 +705,8 @@ void register_network_rows() {
   add_row("networks/gemm_beta_one/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, true); });
   add_row("networks/gemm/maxmin/f32/8192", [](benchmark::State& s) { run_gemm<MaxMin, float>(s, 8192, false); });
   add_row("networks/gemm/andor/u8/8192", [](benchmark::State& s) { run_gemm<AndOr, std::uint8_t>(s, 8192, false); });
+  add_row("networks/gemm_deep/maxplus/f32/1024x65536", [](benchmark::State& s) { run_deep<MaxPlus, float>(s, 1024, 65536); });
+  add_row("networks/gemm_deep/maxplus/f32/256x65536", [](benchmark::State& s) { run_deep<MaxPlus, float>(s, 256, 65536); });
   for (const bool wrt_a : {true, false}) {
     add_row(std::string("networks/backward_") + (wrt_a ? "a" : "b") + "_batched/maxplus/f32/4096x64",
             [wrt_a](benchmark::State& s) { run_backward_batched<MaxPlus, float>(s, 4096, 64, wrt_a); });
