@@ -379,8 +379,9 @@ void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small =
   }
 }
 
-/// C (m x m) = A (m x k) (x) B (k x m): a product of few tiles and deep k, which the library splits over k
-/// (src/split_k.cpp) so that its tiles' parts fill the device.
+/// C (m x m) = A (m x k) (x) B (k x m): a product of few tiles and deep k, whose grid of one block a tile fills a
+/// fraction of the device's slots (the case for splitting k over blocks; bench/RESULTS.md, "Session of
+/// 2026-11-29 (fifth)").
 template <class S, class T>
 void run_deep(benchmark::State& state, std::int64_t m, std::int64_t k) {
   if (!need_gpu(state)) return;
