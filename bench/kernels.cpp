@@ -352,50 +352,36 @@ bool need_gpu(benchmark::State& state) {
 
 int samples_for(double macs) { return macs > 2e11 ? 3 : 5; }
 
+/// C (n x n) = A (n x k) (x) B (k x n), k = n unless given: the deep rows (k past n) are products of few tiles,
+/// whose grid of one block a tile fills a fraction of the device's slots (the case for splitting k over blocks;
+/// bench/RESULTS.md, "Session of 2026-11-29 (fifth)").
 template <class S, class T>
-void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small = false) {
+void run_gemm(benchmark::State& state, std::int64_t n, bool argmax, bool small = false, std::int64_t k = 0) {
   if (!need_gpu(state)) return;
+  if (k == 0) k = n;
   const std::size_t elems = static_cast<std::size_t>(n * n);
-  DeviceMemory a(elems * sizeof(T)), b(elems * sizeof(T)), c(elems * sizeof(T));
+  DeviceMemory a(static_cast<std::size_t>(n * k) * sizeof(T)), b(static_cast<std::size_t>(k * n) * sizeof(T)),
+      c(elems * sizeof(T));
   std::unique_ptr<DeviceMemory> idx;
-  fill<S, T>(a, n * n, 1, small);
-  fill<S, T>(b, n * n, 2, small);
+  fill<S, T>(a, n * k, 1, small);
+  fill<S, T>(b, k * n, 2, small);
   if (argmax) idx = std::make_unique<DeviceMemory>(elems * sizeof(std::int32_t));
-  const double macs = double(n) * n * n;
+  const double macs = double(n) * n * k;
   double ms = 0;
   for (auto _ : state) {
     if (argmax) {
-      ms = median_ms([&] { gemm_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, n, a.as<T>(), n, b.as<T>(), n, c.as<T>(), n,
+      ms = median_ms([&] { gemm_argmax<S, T>(Trans::kNo, Trans::kNo, n, n, k, a.as<T>(), k, b.as<T>(), n, c.as<T>(), n,
                                              idx->as<std::int32_t>(), n); },
                      samples_for(macs));
     } else {
-      ms = median_ms([&] { gemm<S, T>(n, n, n, a.as<T>(), b.as<T>(), c.as<T>()); }, samples_for(macs));
+      ms = median_ms([&] { gemm<S, T>(n, n, k, a.as<T>(), b.as<T>(), c.as<T>()); }, samples_for(macs));
     }
     state.SetIterationTime(ms * 1e-3);
   }
   report<T>(state, macs, ms);
   if constexpr (std::is_same_v<S, MaxPlus> && std::is_same_v<T, float>) {
-    if (!argmax && !small) maxplus_f32_rate()[n] = macs / (ms * 1e-3) / 1e12;
+    if (!argmax && !small && k == n) maxplus_f32_rate()[n] = macs / (ms * 1e-3) / 1e12;
   }
-}
-
-/// C (m x m) = A (m x k) (x) B (k x m): a product of few tiles and deep k, whose grid of one block a tile fills a
-/// fraction of the device's slots (the case for splitting k over blocks; bench/RESULTS.md, "Session of
-/// 2026-11-29 (fifth)").
-template <class S, class T>
-void run_deep(benchmark::State& state, std::int64_t m, std::int64_t k) {
-  if (!need_gpu(state)) return;
-  DeviceMemory a(static_cast<std::size_t>(m * k) * sizeof(T)), b(static_cast<std::size_t>(k * m) * sizeof(T)),
-      c(static_cast<std::size_t>(m * m) * sizeof(T));
-  fill<S, T>(a, m * k, 1);
-  fill<S, T>(b, k * m, 2);
-  const double macs = double(m) * m * k;
-  double ms = 0;
-  for (auto _ : state) {
-    ms = median_ms([&] { gemm<S, T>(m, m, k, a.as<T>(), b.as<T>(), c.as<T>()); }, samples_for(macs));
-    state.SetIterationTime(ms * 1e-3);
-  }
-  report<T>(state, macs, ms);
 }
 
 /// CountingTropical C = A (x) B, n^3; counts uniform in [0, 2). Values uniform floats in
@@ -706,8 +692,10 @@ void register_network_rows() {
   add_row("networks/gemm_beta_one/maxplus/f32/8192", [](benchmark::State& s) { run_beta<MaxPlus, float>(s, 8192, true); });
   add_row("networks/gemm/maxmin/f32/8192", [](benchmark::State& s) { run_gemm<MaxMin, float>(s, 8192, false); });
   add_row("networks/gemm/andor/u8/8192", [](benchmark::State& s) { run_gemm<AndOr, std::uint8_t>(s, 8192, false); });
-  add_row("networks/gemm_deep/maxplus/f32/1024x65536", [](benchmark::State& s) { run_deep<MaxPlus, float>(s, 1024, 65536); });
-  add_row("networks/gemm_deep/maxplus/f32/256x65536", [](benchmark::State& s) { run_deep<MaxPlus, float>(s, 256, 65536); });
+  add_row("networks/gemm_deep/maxplus/f32/1024x65536",
+          [](benchmark::State& s) { run_gemm<MaxPlus, float>(s, 1024, false, false, 65536); });
+  add_row("networks/gemm_deep/maxplus/f32/256x65536",
+          [](benchmark::State& s) { run_gemm<MaxPlus, float>(s, 256, false, false, 65536); });
   for (const bool wrt_a : {true, false}) {
     add_row(std::string("networks/backward_") + (wrt_a ? "a" : "b") + "_batched/maxplus/f32/4096x64",
             [wrt_a](benchmark::State& s) { run_backward_batched<MaxPlus, float>(s, 4096, 64, wrt_a); });

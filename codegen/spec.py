@@ -522,28 +522,7 @@ def launch(kernel):
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
-            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad,
-            "packed_stage": packed_stage(kernel)}
-
-
-# How the tiled kernels stage a k-tile (templates/gemm_tile.cuh.j2). packed_stage:
-# 16-bit elements held in registers as the words they were loaded in, not one
-# a register (the int16 DPX product's stage spilled 112 bytes at 128 registers,
-# and the spill stores waited on the loads; NVRTC sm_90: none at 120), A's
-# pairs made by one byte permute. The two-path kernels (int16 and i32 (+)
-# products) ask whether a staged k-tile holds a large element after the tile's
-# steps, not as it loads, where the test (and the branch on it) waited on the
-# loads; packed, two elements a word at once. H200, kernel_lab side by side
-# (the same bits): int16 MaxPlus 8192^3 on +-2^13 24.08 -> 25.09 (packed) ->
-# 26.64 (+ late) -> 27.39 T (+ the word test and permute), full range 8.02 ->
-# 8.33 T, batched 64^3 12.9 -> 13.5 T; kernels_bench, late alone: i32 MaxPlus
-# 8192^3 on small values 12.08 -> 14.01 T (the int16 product, late but not
-# packed, lost: 24.0 -> 23.5 T).
-def packed_stage(kernel):
-    """Whether the kernel stages its k-tiles as loaded words (see above): the
-    int16 DPX products; on the other int16 kernels ptxas spilled more with it
-    (MaxMin 4834 -> 7248 bytes, the batched argmax 28 -> 72)."""
-    return i16_a_pairs(kernel)
+            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad}
 
 
 def argmax_cells_elements(tile_m, tile_n, cells, chunk):
@@ -725,6 +704,21 @@ def shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring, won_bytes=0):
     return vec if padded <= STATIC_SMEM_BYTES else 0
 
 
+# The int16 DPX products (i16_a_pairs) also stage their k-tiles as the words
+# they loaded (templates/gemm_tile.cuh.j2): 16-bit elements two a register, not
+# one a register (the int16 DPX product's stage spilled 112 bytes at 128 registers,
+# and the spill stores waited on the loads; NVRTC sm_90: none at 120), A's
+# pairs made by one byte permute. The two-path kernels (int16 and i32 (+)
+# products) ask whether a staged k-tile holds a large element after the tile's
+# steps, not as it loads, where the test (and the branch on it) waited on the
+# loads; packed, two elements a word at once. H200, kernel_lab side by side
+# (the same bits): int16 MaxPlus 8192^3 on +-2^13 24.08 -> 25.09 (packed) ->
+# 26.64 (+ late) -> 27.39 T (+ the word test and permute), full range 8.02 ->
+# 8.33 T, batched 64^3 12.9 -> 13.5 T; kernels_bench, late alone: i32 MaxPlus
+# 8192^3 on small values 12.08 -> 14.01 T (the int16 product, late but not
+# packed, lost: 24.0 -> 23.5 T).
+# (On the other int16 kernels ptxas spilled more with the words: MaxMin
+# 4834 -> 7248 bytes, the batched argmax 28 -> 72.)
 def i16_a_pairs(kernel):
     """True for the int16 (+)-plus products on the DPX path, which stage A as pairs
     (templates/gemm_tile.cuh.j2: two_paths on int16, i.e. gemm and gemm_batched)."""
