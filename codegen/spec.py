@@ -884,7 +884,10 @@ _BACKWARD_PARAMS = ("in grad_c, index_in argmax, in {x}:operand, out grad_{y}:gr
 _BACKWARD_STRIDES = ", i64 stride_gc stride_argmax stride_{x}:stride_operand stride_g{y}:stride_grad batch"
 # Signature name -> parameter list: one per scalar op, one per structured semiring (all of its ops).
 KERNEL_PARAMS = {
-    "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags"),
+    # work, whole_rows, parts: the split of k over the blocks of a launch (templates/split_k.cuh.j2; the quick
+    # tier is never split and ignores them).
+    "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags, "
+                    "any_out work, i64 whole_rows, i32 parts"),
     "gemm_argmax": _params("in a b, out c, index_out argmax, i64 m n kk lda ldb ldc ldargmax, i32 trans_a trans_b"),
     "backward_a": _params(_BACKWARD_PARAMS.format(x="b", y="a")),
     "backward_b": _params(_BACKWARD_PARAMS.format(x="a", y="b")),

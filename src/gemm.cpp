@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "checks.hpp"
 #include "launch.hpp"
+#include "split_k.hpp"
 #include "tropical/catalog_tiers.hpp"
 #include "tropical/jit/driver.hpp"
 
@@ -27,7 +29,18 @@ void launch_single(catalog::KernelId id, const Product<void>& p, std::size_t ele
   check_operands(p, elem_size);
   const int device = device_of(spans(p, elem_size), stream);
   auto args = make_args();
-  launch(id, device, Extent{p.m(), p.n(), p.k()}, stream, args);
+  const Extent e{p.m(), p.n(), p.k()};
+  if constexpr (std::is_same_v<decltype(args), catalog::GemmArgs>) {
+    // A plain product may split its k where its tiles leave the device's last wave partly empty.
+    check_signature(id, catalog::GemmArgs::kSignature);
+    const Served served = serve(id, device, e, stream);
+    if (launch_gemm_split(id, served, device, e, stream, args, elem_size)) return;
+    jit::driver::ScopedContext context(device);
+    auto pointers = args.pointers();
+    launch_function(served.kernel->function, served.grid, served.kernel->launch, stream, pointers.data());
+  } else {
+    launch(id, device, e, stream, args);
+  }
 }
 
 }  // namespace
@@ -42,7 +55,8 @@ void launch_gemm(catalog::KernelId id, const Product<void>& p, std::size_t elem_
                              .lda = p.a.ld, .ldb = p.b.ld, .ldc = p.c.ld, .trans_a = trans_flag(p.a.trans),
                              .trans_b = trans_flag(p.b.trans),
                              .alpha = scaling.alpha != nullptr ? scaling.alpha : &unused,
-                             .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags};
+                             .beta = scaling.beta != nullptr ? scaling.beta : &unused, .flags = scaling.flags,
+                             .work = nullptr, .whole_rows = 0, .parts = 0};
   });
 }
 

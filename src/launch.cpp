@@ -21,24 +21,20 @@ jit::Request request_for(std::size_t index, const Extent& e, CUstream stream) {
   return jit::Request{macs, stream, quick_fits};
 }
 
-/// cuLaunchKernel of `function` on `grid` with a block of block_x x block_y threads and smem_bytes of dynamic
-/// shared memory; a function taking more than the 48 KB any function may take unasked is allowed its bytes
-/// first (an attribute of the function, set before each such launch: one cheap driver call, no table to keep).
-void launch_function(CUfunction function, Grid grid, unsigned block_x, unsigned block_y, unsigned smem_bytes,
-                     CUstream stream, void** args) {
+}  // namespace
+
+void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args) {
   const auto& api = jit::driver::api();
   constexpr unsigned kUnaskedSharedBytes = 48 * 1024;
-  if (smem_bytes > kUnaskedSharedBytes) {
+  if (launch.smem_bytes > kUnaskedSharedBytes) {
     jit::driver::check(api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              static_cast<int>(smem_bytes)),
+                                              static_cast<int>(launch.smem_bytes)),
                        "cuFuncSetAttribute");
   }
-  jit::driver::check(
-      api.cuLaunchKernel(function, grid.x, grid.y, grid.z, block_x, block_y, 1, smem_bytes, stream, args, nullptr),
-      "cuLaunchKernel");
+  jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, launch.block_x, launch.block_y, 1,
+                                        launch.smem_bytes, stream, args, nullptr),
+                     "cuLaunchKernel");
 }
-
-}  // namespace
 
 Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
   const std::int64_t gx = e.n == 0 ? 0 : (e.n - 1) / launch.tile_n + 1;
@@ -52,7 +48,7 @@ Grid grid_for(const jit::LaunchShape& launch, const Extent& e) {
               static_cast<unsigned>(e.batch < kMaxGridZ ? e.batch : kMaxGridZ)};
 }
 
-void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
+Served serve(catalog::KernelId id, int device, const Extent& e, CUstream stream) {
   const auto index = static_cast<std::uint32_t>(id);
   jit::Registry& reg = registry();
   // Checked against the tuned kernel's grid, so a call fails the same way on either tier.
@@ -62,16 +58,22 @@ void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, 
   // (the cost model's facts) is made only until then.
   const jit::Resolved* kernel = reg.settled(index, device);
   if (kernel == nullptr) kernel = &reg.kernel(index, device, request_for(index, e, stream));
-  const Grid grid = kernel->tier == jit::Tier::kTuned ? tuned_grid : grid_for(kernel->launch, e);
-  launch_function(kernel->function, grid, kernel->launch.block_x, kernel->launch.block_y, kernel->launch.smem_bytes,
-                  stream, args);
+  return Served{kernel, kernel->tier == jit::Tier::kTuned ? tuned_grid : grid_for(kernel->launch, e)};
+}
+
+void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args) {
+  const Served served = serve(id, device, e, stream);
+  jit::driver::ScopedContext context(device);
+  launch_function(served.kernel->function, served.grid, served.kernel->launch, stream, args);
 }
 
 void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args) {
   const auto& info = catalog::kInfo[static_cast<std::size_t>(id)];
   CUfunction function = registry().function(static_cast<std::uint32_t>(id), device);
   jit::driver::ScopedContext context(device);
-  launch_function(function, grid, info.launch.block_x, info.launch.block_y, info.launch.smem_bytes, stream, args);
+  const jit::LaunchShape shape{info.launch.block_x, info.launch.block_y, info.launch.tile_m, info.launch.tile_n,
+                               info.launch.smem_bytes};
+  launch_function(function, grid, shape, stream, args);
 }
 
 void signature_mismatch(catalog::KernelId id) {

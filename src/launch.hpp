@@ -35,6 +35,18 @@ Grid grid_for(const jit::LaunchShape& launch, const Extent& e);
 /// Launches kernel `id` (whichever tier the registry serves this call) on `device`.
 void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args);
 
+/// The kernel a call of `id` over e gets (the tier the first-use rules serve) and its grid of one block per
+/// tile; checked as launch() checks. launch() is serve() then launch_served().
+struct Served {
+  const jit::Resolved* kernel;
+  Grid grid;
+};
+Served serve(catalog::KernelId id, int device, const Extent& e, CUstream stream);
+
+/// cuLaunchKernel of `function` on `grid` in blocks of `launch`'s shape; a function taking more than the 48 KB
+/// any function may take unasked is allowed its bytes first. The device's context must be current.
+void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args);
+
 /// Launches kernel `id`, which has one tier, on `grid` (a kernel whose grid is
 /// not one block per output tile).
 void launch_one_tier(catalog::KernelId id, int device, Grid grid, CUstream stream, void** args);

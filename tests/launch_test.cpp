@@ -25,7 +25,8 @@ TEST(Launch, every_kernel_takes_the_parameter_list_of_its_signature) {
 TEST(Launch, refuses_another_kernels_argument_struct_before_the_driver) {
   const std::uint64_t unused = 0;
   catalog::GemmArgs args{.a = nullptr, .b = nullptr, .c = nullptr, .m = 1, .n = 1, .kk = 1, .lda = 1, .ldb = 1,
-                         .ldc = 1, .trans_a = 0, .trans_b = 0, .alpha = &unused, .beta = &unused, .flags = 0};
+                         .ldc = 1, .trans_a = 0, .trans_b = 0, .alpha = &unused, .beta = &unused, .flags = 0,
+                         .work = nullptr, .whole_rows = 0, .parts = 0};
   const auto argmax = kernel_id<MaxPlus, float, Op::kGemmArgmax>();
   EXPECT_THROW(detail::launch(argmax, 0, detail::Extent{1, 1, 1}, nullptr, args), std::logic_error);
 }

@@ -116,9 +116,25 @@ int main(int argc, char** argv) {
   short alpha_s = 0, beta_s = 0;
   void* alpha = type == "i16" ? (void*)&alpha_s : (void*)&alpha_f;
   void* beta = type == "i16" ? (void*)&beta_s : (void*)&beta_f;
+  // The gemm's split of k (templates/split_k.cuh.j2): LAB_SPLIT="whole_rows parts" launches the kernel on the
+  // first whole_rows rows of tiles and <name>_split on the rest, `parts` blocks a tile, as its programmatic
+  // dependent (LAB_PDL=0: a plain launch after it), with a workspace whose tickets are zeroed before each
+  // launch (as src/split_k.cpp does); unset, parts = 0. A kernel without those parameters ignores them.
+  void* work = nullptr;
+  long long whole_rows = 0;
+  int parts = 0;
+  const unsigned gy_tiles = (unsigned)((m + tile_m - 1) / tile_m), gx_tiles = (unsigned)((n + tile_n - 1) / tile_n);
+  size_t ticket_bytes = 0;
+  if (const char* split = std::getenv("LAB_SPLIT")) {
+    std::sscanf(split, "%lld %d", &whole_rows, &parts);
+    const long long split_tiles = ((long long)gy_tiles - whole_rows) * gx_tiles;
+    ticket_bytes = (size_t)(split_tiles * 4 + 255) / 256 * 256;
+    CHECK_RT(cudaMalloc(&work, ticket_bytes + (size_t)split_tiles * parts * tile_m * tile_n * elem));
+    CHECK_RT(cudaMemset(work, 0, ticket_bytes));
+  }
   std::vector<void*> args;
   if (kind == "gemm") {
-    args = {&a, &b, &c, &m, &n, &kk, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags};
+    args = {&a, &b, &c, &m, &n, &kk, &lda, &ldb, &ldc, &ta, &tb, alpha, beta, &flags, &work, &whole_rows, &parts};
   } else if (kind == "argmax") {
     args = {&a, &b, &c, &idx, &m, &n, &kk, &lda, &ldb, &ldc, &ldi, &ta, &tb};
   } else if (kind == "batched") {
@@ -129,7 +145,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown kind %s\n", kind.c_str());
     return 2;
   }
-  const unsigned gx = (unsigned)((n + tile_n - 1) / tile_n), gy = (unsigned)((m + tile_m - 1) / tile_m);
+  const unsigned gx = gx_tiles, gy = parts > 0 ? (unsigned)whole_rows : gy_tiles;
+  CUfunction split_fn = nullptr;
+  const bool pdl = !std::getenv("LAB_PDL") || std::atoi(std::getenv("LAB_PDL")) != 0;
+  if (parts > 0) CHECK_CU(cuModuleGetFunction(&split_fn, module, (name + "_split").c_str()));
   // LAB_GRID_Z: fewer blocks along the batch, each looping over several products.
   const long long gz_cap = std::getenv("LAB_GRID_Z") ? std::atoll(std::getenv("LAB_GRID_Z")) : 65535;
   const unsigned gz = batched ? (unsigned)std::min<long long>(batch, gz_cap) : 1;
@@ -138,7 +157,24 @@ int main(int argc, char** argv) {
   const unsigned smem = std::getenv("LAB_SMEM") ? (unsigned)std::atoll(std::getenv("LAB_SMEM")) : 0;
   if (smem > 48 * 1024) CHECK_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
   auto launch = [&] {
-    CHECK_CU(cuLaunchKernel(fn, gx, gy, gz, block_x, block_y, 1, smem, nullptr, args.data(), nullptr));
+    if (work != nullptr) CHECK_RT(cudaMemsetAsync(work, 0, ticket_bytes));
+    if (gy > 0) CHECK_CU(cuLaunchKernel(fn, gx, gy, gz, block_x, block_y, 1, smem, nullptr, args.data(), nullptr));
+    if (split_fn != nullptr) {
+      CUlaunchConfig config{};
+      config.gridDimX = gx;
+      config.gridDimY = (unsigned)((gy_tiles - whole_rows) * parts);
+      config.gridDimZ = 1;
+      config.blockDimX = block_x;
+      config.blockDimY = block_y;
+      config.blockDimZ = 1;
+      config.sharedMemBytes = smem;
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      config.attrs = &attribute;
+      config.numAttrs = pdl ? 1 : 0;
+      CHECK_CU(cuLaunchKernelEx(&config, split_fn, args.data(), nullptr));
+    }
   };
   launch();
   launch();

@@ -64,7 +64,7 @@ void check(std::int64_t m_, std::int64_t n_, std::int64_t k_, Data d, std::uint6
     std::vector<I16> c(want.size(), I16(3));
     catalog::GemmArgs args{.a = a.data(), .b = b.data(), .c = c.data(), .m = m, .n = n, .kk = k, .lda = lda,
                            .ldb = ldb, .ldc = ldc, .trans_a = 0, .trans_b = 0, .alpha = &alpha, .beta = &beta,
-                           .flags = 0};
+                           .flags = 0, .work = nullptr, .whole_rows = 0, .parts = 0};
     emulation::launch_kernel(id, tier, {m, n, k}, args);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {

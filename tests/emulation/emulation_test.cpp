@@ -54,7 +54,8 @@ struct Product {
 
   void gemm(const char* tier, T* c, T alpha = T{}, T beta = T{}, int flags = 0) {
     catalog::GemmArgs args{.a = a, .b = b, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
-                           .trans_a = ta, .trans_b = tb, .alpha = &alpha, .beta = &beta, .flags = flags};
+                           .trans_a = ta, .trans_b = tb, .alpha = &alpha, .beta = &beta, .flags = flags,
+                           .work = nullptr, .whole_rows = 0, .parts = 0};
     launch_kernel(kernel_id<S, T, Op::kGemm>(), tier, {m, n, k}, args);
   }
   void argmax(const char* tier, T* c, std::int32_t* x) {

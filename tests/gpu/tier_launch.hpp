@@ -37,7 +37,8 @@ class TierLauncher {
     const std::uint64_t unused = 0;
     catalog::GemmArgs args{.a = a, .b = b, .c = c, .m = m, .n = n, .kk = k, .lda = lda, .ldb = ldb, .ldc = ldc,
                            .trans_a = ta, .trans_b = tb, .alpha = element(scaling.alpha, unused),
-                           .beta = element(scaling.beta, unused), .flags = scaling.flags};
+                           .beta = element(scaling.beta, unused), .flags = scaling.flags, .work = nullptr,
+                           .whole_rows = 0, .parts = 0};
     launch(id, kernel(id, tier), m, n, 1, args, stream);
   }
 

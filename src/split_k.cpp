@@ -1,0 +1,166 @@
+// Split k's plan and launch (src/split_k.hpp).
+#include "split_k.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "tropical/catalog.hpp"
+#include "tropical/jit/driver.hpp"
+
+namespace tropical::detail {
+namespace {
+
+/// What a part costs beyond its share of the k loop, in k-steps: its first k-tile's load, its partial's store
+/// and the merge (H200, lab: f32 8192^3 with 3 split rows ran best at 4 parts, int16 at 4).
+constexpr double kPartOverheadSteps = 8;
+constexpr std::array<int, 7> kPartCounts = {2, 3, 4, 6, 8, 12, 16};
+constexpr std::int64_t kTicketAlign = 256;  // templates/split_k.cuh.j2's kSplitTicketAlign
+constexpr std::int64_t kMaxGridRows = 65535;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Blocks of `function` the device runs at once (its SMs times the blocks an SM holds), cached per function.
+std::int64_t slots(CUfunction function, int device, const jit::LaunchShape& launch) {
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, std::int64_t> known;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(function); it != known.end()) return it->second;
+  }
+  const auto& api = jit::driver::api();
+  int per_sm = 0, sms = 0;
+  std::int64_t n = 0;
+  if (api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, function,
+                                                      static_cast<int>(launch.block_x * launch.block_y),
+                                                      launch.smem_bytes) == CUDA_SUCCESS &&
+      api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) == CUDA_SUCCESS) {
+    n = std::int64_t{per_sm} * sms;
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(function, n);
+  return n;
+}
+
+/// The kernel's <name>_split in its module, cached per function; nullptr where the module has none.
+CUfunction split_function(CUfunction function, catalog::KernelId id) {
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, CUfunction> known;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(function); it != known.end()) return it->second;
+  }
+  const auto& api = jit::driver::api();
+  CUmodule module = nullptr;
+  CUfunction split = nullptr;
+  const std::string name = std::string(catalog::kInfo[static_cast<std::size_t>(id)].name) + "_split";
+  if (api.cuFuncGetModule(&module, function) != CUDA_SUCCESS ||
+      api.cuModuleGetFunction(&split, module, name.c_str()) != CUDA_SUCCESS) {
+    split = nullptr;
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(function, split);
+  return split;
+}
+
+}  // namespace
+
+SplitPlan plan_split(const SplitShape& s) {
+  if (s.slots <= 0 || s.tile_rows <= 0 || s.tile_cols <= 0 || s.k_tiles < 2 * kMinPartSteps) return {};
+  const double slots = static_cast<double>(s.slots), k_tiles = static_cast<double>(s.k_tiles);
+  // In units of one whole tile's time: the unsplit grid ends with its last wave.
+  double best = std::ceil(static_cast<double>(s.tile_rows * s.tile_cols) / slots) * 0.99;
+  SplitPlan plan;
+  for (std::int64_t split_rows = 1; split_rows <= s.tile_rows; ++split_rows) {
+    const auto whole = static_cast<double>((s.tile_rows - split_rows) * s.tile_cols);
+    const double whole_end = std::ceil(whole / slots);  // the whole tiles end with their last wave
+    if (whole_end >= best) continue;
+    for (const int parts : kPartCounts) {
+      const SplitPlan candidate{s.tile_rows - split_rows, parts};
+      if (parts * kMinPartSteps > s.k_tiles || split_rows * parts > kMaxGridRows ||
+          split_work_bytes(candidate, s) > kMaxSplitWorkBytes) {
+        continue;
+      }
+      // The parts fill the slots as they free up (the whole tiles started first): the work over the slots,
+      // and half a part for the last ones to finish.
+      const double part = (k_tiles / parts + kPartOverheadSteps) / k_tiles;
+      const double work = whole + static_cast<double>(split_rows * s.tile_cols) * parts * part;
+      const double end = std::max(whole_end, work / slots + part / 2);
+      if (end < best) {
+        best = end;
+        plan = candidate;
+      }
+    }
+  }
+  return plan;
+}
+
+std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s) {
+  const std::int64_t split_tiles = (s.tile_rows - plan.whole_rows) * s.tile_cols;
+  const std::int64_t tickets = ceil_div(split_tiles * 4, kTicketAlign) * kTicketAlign;
+  return static_cast<std::size_t>(tickets) +
+         static_cast<std::size_t>(split_tiles) * static_cast<std::size_t>(plan.parts) * s.tile_bytes;
+}
+
+bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, const Extent& e, CUstream stream,
+                       catalog::GemmArgs& args, std::size_t elem_size) {
+  const jit::Resolved& kernel = *served.kernel;
+  const auto& info = catalog::kInfo[static_cast<std::size_t>(id)].launch;
+  if (kernel.tier != jit::Tier::kTuned || info.tile_k == 0 || e.k <= 0) return false;
+  const auto& api = jit::driver::api();
+  jit::driver::ScopedContext context(device);
+  const SplitShape shape{served.grid.y, served.grid.x, ceil_div(e.k, info.tile_k),
+                         slots(kernel.function, device, kernel.launch),
+                         std::size_t{kernel.launch.tile_m} * kernel.launch.tile_n * elem_size};
+  const SplitPlan plan = plan_split(shape);
+  if (plan.parts == 0) return false;
+  // A graph being captured gets the plain launch: no stream-ordered allocation in the user's graph.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (api.cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    return false;
+  }
+  const CUfunction split = split_function(kernel.function, id);
+  if (split == nullptr) return false;
+  CUdeviceptr work = 0;
+  if (api.cuMemAllocAsync(&work, split_work_bytes(plan, shape), stream) != CUDA_SUCCESS) return false;
+  try {
+    const std::int64_t split_tiles = (shape.tile_rows - plan.whole_rows) * shape.tile_cols;
+    jit::driver::check(api.cuMemsetD32Async(work, 0, static_cast<std::size_t>(split_tiles), stream),
+                       "cuMemsetD32Async");
+    args.work = reinterpret_cast<void*>(work);
+    args.whole_rows = plan.whole_rows;
+    args.parts = plan.parts;
+    auto pointers = args.pointers();
+    if (plan.whole_rows > 0) {
+      launch_function(kernel.function, Grid{served.grid.x, static_cast<unsigned>(plan.whole_rows), 1},
+                      kernel.launch, stream, pointers.data());
+    }
+    // The split rows may start as the whole rows' last blocks start (programmatic stream serialization,
+    // sm_90 on): they write other tiles of C, and each waits for the kernel before it ends.
+    CUlaunchConfig config{};
+    config.gridDimX = served.grid.x;
+    config.gridDimY = static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts);
+    config.gridDimZ = 1;
+    config.blockDimX = kernel.launch.block_x;
+    config.blockDimY = kernel.launch.block_y;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = kernel.launch.smem_bytes;
+    config.hStream = stream;
+    CUlaunchAttribute dependent{};
+    dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    dependent.value.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &dependent;
+    config.numAttrs = plan.whole_rows > 0 && jit::driver::device_arch(device) >= 90 ? 1 : 0;
+    jit::driver::check(api.cuLaunchKernelEx(&config, split, pointers.data(), nullptr), "cuLaunchKernelEx");
+    jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
+  } catch (...) {
+    api.cuMemFreeAsync(work, stream);
+    throw;
+  }
+  return true;
+}
+
+}  // namespace tropical::detail
