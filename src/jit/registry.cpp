@@ -208,6 +208,31 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
   }
 }
 
+const Resolved* Registry::kernel_if_ready(std::uint32_t id, int device) noexcept {
+  if (const Resolved* r = settled(id, device)) return r;
+  if (id >= catalog_.size() || device < 0 || device >= kMaxDevices) return nullptr;
+  try {
+    if (device >= tier_config_.loader->device_count()) return nullptr;
+    FunctionSlot& slot = function_slot(id, device);
+    if (slot.queued.exchange(true)) return nullptr;
+    // As a first use's tuned compile: NVRTC's first load in the process never on a background thread
+    // (exit_guard.cpp), and the exit guard armed before the job can run.
+    if (!tier_config_.compiler) prepare_compiler();
+    exit_guard::arm(exit_guard::After::kDriver);
+    const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
+      const exit_guard::Scope guard;
+      if (!guard) return;  // the process is exiting: start nothing
+      t_background = true;
+      ensure_tuned(id, device, slot);
+      t_background = false;
+    });
+    if (!queued) slot.queued.store(false);  // no worker to spare: a later call asks again
+  } catch (...) {
+    // No compiler (NVRTC missing), no device: the kernel is not ready, and the caller does without it.
+  }
+  return nullptr;
+}
+
 const Resolved& Registry::resolve(std::uint32_t id, int device, const Request& request) {
   if (id >= catalog_.size()) {
     throw InvalidArgument("tropical: kernel id " + std::to_string(id) + " is not in the catalog");

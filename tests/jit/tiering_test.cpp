@@ -202,6 +202,51 @@ TEST(Tiering, hot_path_is_empty_while_the_quick_kernel_serves_and_then_gives_the
   EXPECT_EQ(registry.settled(0, 1), nullptr);  // another device: not resolved there
 }
 
+// kernel_if_ready(): the kernel a caller can do without for now (split k's second kernel) is queued on the
+// background pool at the first ask, never waited for, compiled once, and returned once published.
+TEST(Tiering, kernel_if_ready_queues_the_compile_and_never_waits) {
+  FakeCompiler compiler;
+  std::promise<void> open;
+  compiler.gate = open.get_future().share();
+  TierConfig tiers = fake_tiers(compiler, TierMode::kTunedOnly);
+  Registry registry(kTuned, no_disk(), tiers);
+  const auto start = Clock::now();
+  EXPECT_EQ(registry.kernel_if_ready(0, 0), nullptr);
+  EXPECT_EQ(registry.kernel_if_ready(0, 0), nullptr) << "still compiling";
+  EXPECT_LT(Clock::now() - start, 5s) << "waited for the compile";
+  open.set_value();
+  const Resolved* ready = nullptr;
+  for (const auto deadline = Clock::now() + 30s; ready == nullptr && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(1ms);
+    ready = registry.kernel_if_ready(0, 0);
+  }
+  ASSERT_NE(ready, nullptr) << "never published";
+  EXPECT_EQ(ready->tier, Tier::kTuned);
+  expect_consistent(*ready);
+  EXPECT_EQ(ready, registry.settled(0, 0));
+  EXPECT_EQ(&registry.kernel(0, 0), ready) << "a later first use finds it";
+  EXPECT_EQ(compiler.tuned, 1);
+  EXPECT_EQ(compiler.quick, 0);
+  // Outside the table, or on a device that does not exist: null, never an exception.
+  EXPECT_EQ(registry.kernel_if_ready(1, 0), nullptr);
+  EXPECT_EQ(registry.kernel_if_ready(0, -1), nullptr);
+  EXPECT_EQ(registry.kernel_if_ready(0, 1), nullptr);
+}
+
+TEST(Tiering, kernel_if_ready_of_a_kernel_that_fails_to_compile_stays_null) {
+  FakeCompiler compiler;
+  compiler.fail_tuned = true;
+  Registry registry(kTuned, no_disk(), fake_tiers(compiler, TierMode::kTunedOnly));
+  EXPECT_EQ(registry.kernel_if_ready(0, 0), nullptr);
+  for (const auto deadline = Clock::now() + 30s; compiler.tuned.load() == 0 && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(registry.kernel_if_ready(0, 0), nullptr);
+  EXPECT_THROW(registry.kernel(0, 0), CompileError) << "the failure is kept for the process";
+  EXPECT_EQ(compiler.tuned, 1);
+}
+
 TEST(Tiering, a_capturing_stream_never_gets_the_quick_kernel) {
   Gated g;
   EXPECT_EQ(g.registry->kernel(0, 0, Request{0, nullptr, true}).tier, Tier::kQuick);

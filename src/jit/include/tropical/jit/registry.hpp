@@ -132,6 +132,13 @@ class Registry {
     return nullptr;
   }
 
+  /// The tuned kernel `id` on `device` if it is published; else null, having queued its compile and load on
+  /// the background pool (once per kernel and device, unless the pool refused the job), so that a later call
+  /// finds it. Never waits for a compile (the compiler's first load in the process aside, as a first use's) nor
+  /// throws: for a kernel the caller can do without for now (split k's second kernel: the product runs unsplit
+  /// meanwhile). A compile that fails leaves it null for the process.
+  const Resolved* kernel_if_ready(std::uint32_t id, int device) noexcept;
+
   /// The tuned kernel `id` on `device` (waits for it on first use); throws like kernel().
   CUfunction function(std::uint32_t id, int device) {
     if (const Resolved* r = settled(id, device)) [[likely]] return r->function;
@@ -202,6 +209,7 @@ class Registry {
     Resolved quick, tuned;
     CUmodule quick_module = nullptr, tuned_module = nullptr;
     std::atomic<std::int64_t> first_call_ns{0};  // steady clock; 0: the tuned kernel was published first
+    std::atomic<bool> queued{false};             // kernel_if_ready() queued the tuned compile
   };
   struct ImageSlot;
   struct Counters;
