@@ -70,6 +70,8 @@ def render_fragment(env, kernel, tier=spec.Tier.TUNED):
         template_name = (spec.STRUCTURED_QUICK_TEMPLATE if quick else spec.STRUCTURED_TEMPLATE)[s][kernel.op]
     if isinstance(kernel.tile, spec.SkinnyTile):
         template_name = spec.STRUCTURED_SKINNY_TEMPLATE[s] if s in spec.STRUCTURED_SEMIRINGS else "gemm_skinny.cu.j2"
+    if isinstance(kernel.tile, spec.SplitTile):
+        template_name = spec.SPLIT_TEMPLATE
     return env.get_template(template_name).render(
         template_name=template_name,
         k=kernel,
@@ -162,7 +164,8 @@ def header_context(kernels):
     pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]
              if s not in spec.STRUCTURED_SEMIRINGS]
     defaults = [k for k in kernels if not k.variant]
-    small = [k for k in kernels if k.variant]
+    small = [k for k in kernels if k.variant and not isinstance(k.tile, spec.SplitTile)]
+    splits = [k for k in kernels if isinstance(k.tile, spec.SplitTile)]
     # A single product small enough for a small tile of the batched op of its
     # semiring and type runs there as a batch of one (catalog::pick_product).
     batched_of = {spec.Op.GEMM: spec.Op.GEMM_BATCHED, spec.Op.GEMM_ARGMAX: spec.Op.GEMM_BATCHED_ARGMAX}
@@ -178,7 +181,7 @@ def header_context(kernels):
     kernel_table = [default_id.get((s, t, o), -1) for s in spec.Semiring for t in spec.Type for o in spec.Op]
     return {"semirings": semirings, "semiring_tags": semiring_tags, "structured": structured, "ops": ops,
             "device_ops": device_ops, "types": types, "pairs": pairs, "kernels": kernels,
-            "defaults": defaults, "small": small, "single": single, "kernel_table": kernel_table,
+            "defaults": defaults, "small": small, "splits": splits, "single": single, "kernel_table": kernel_table,
             # pick_product's early exit: the most rows and columns a square small tile holds, the most rows a
             # skinny one does
             "single_max_m": max([t.launch["tile_m"] for _, t in single] or [0]),

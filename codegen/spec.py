@@ -264,7 +264,8 @@ def kernel_name(op, semiring, type_):
 
 def catalog():
     """Every kernel, in id order: ops, then semirings, then types, each
-    default tile followed by its small tiles (smallest first)."""
+    default tile followed by its small tiles (smallest first) and its split-k
+    kernel (SPLIT_OPS)."""
     kernels = []
     for op in Op:
         for s, t in itertools.product(Semiring, Type):
@@ -279,6 +280,8 @@ def catalog():
                 continue
             for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
+            if op in SPLIT_OPS:
+                kernels.append(Kernel(len(kernels), op, s, t, SPLIT_TILE))
     for op, d in DEVICE_OPS.items():
         for s, t in itertools.product(d.semirings or (None,), d.types):
             kernels.append(Kernel(len(kernels), op, s, t))
@@ -430,6 +433,19 @@ SKINNY_TILES = {
 }
 
 
+# Split k (templates/gemm_split.cu.j2, src/split_k.cpp): a plain product whose tiles leave the device's last
+# wave partly empty, or are too few to fill one, computes its last rows of tiles with their k split over several
+# blocks each, in a second kernel of its own fragment, <name>_split, launched as the first one's programmatic
+# dependent. Its tile is the tuned kernel's; it has one tier, and the launcher asks for it without waiting
+# (Registry::kernel_if_ready: the product runs unsplit until its compile, queued in the background, is done), so
+# the plain kernel's cold compile is not its cost (in the plain kernel's own module, the two compiled 2.4-3.9x as
+# long: bench/RESULTS.md, "Session of 2026-11-29 (fifth)").
+SplitTile = collections.namedtuple("SplitTile", "label", defaults=("split",))
+SPLIT_TILE = SplitTile()
+SPLIT_OPS = (Op.GEMM,)
+SPLIT_TEMPLATE = "gemm_split.cu.j2"
+
+
 def argmax_rescan(tile_k, chunk, ring, cells=0):
     """How the argmax's rescan of global memory walks a winning chunk
     (templates/argmax.cuh.j2): 'serial' (out of line, stopping at the first
@@ -473,6 +489,8 @@ def launch(kernel):
         return dict(DEVICE_OPS[kernel.op].launch)
     if kernel.semiring == Semiring.BITS:
         return bits_launch(BITS_TILE)
+    if isinstance(kernel.tile, SplitTile):
+        return launch(Kernel(kernel.id, kernel.op, kernel.semiring, kernel.type))  # the tuned kernel's tile
     if isinstance(kernel.tile, SkinnyTile):
         # One thread per column of C, `rows` rows of it; grid x covers the columns, y the rows, z the batch.
         tile = kernel.tile
@@ -658,6 +676,8 @@ def quick_launch(kernel):
         tiles = COUNTING_QUICK_TILES[kernel.type]
     if isinstance(kernel.tile, SkinnyTile):
         return None  # one tier: a short loop that compiles in tens of milliseconds
+    if isinstance(kernel.tile, SplitTile):
+        return None  # one tier: never waited for (SPLIT_OPS)
     if kernel.tile is not None:
         tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
@@ -884,7 +904,7 @@ _BACKWARD_PARAMS = ("in grad_c, index_in argmax, in {x}:operand, out grad_{y}:gr
 _BACKWARD_STRIDES = ", i64 stride_gc stride_argmax stride_{x}:stride_operand stride_g{y}:stride_grad batch"
 # Signature name -> parameter list: one per scalar op, one per structured semiring (all of its ops).
 KERNEL_PARAMS = {
-    # work, whole_rows, parts: the split of k over the blocks of a launch (templates/split_k.cuh.j2; the quick
+    # work, whole_rows, parts: the split of k over the blocks of a launch (templates/gemm_split.cu.j2; the quick
     # tier is never split and ignores them).
     "gemm": _params("in a b, out c, i64 m n kk lda ldb ldc, i32 trans_a trans_b, value alpha beta, i32 flags, "
                     "any_out work, i64 whole_rows, i32 parts"),

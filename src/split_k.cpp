@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
 #include "tropical/catalog.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/jit/driver.hpp"
 
 namespace tropical::detail {
@@ -18,7 +19,7 @@ namespace {
 /// and the merge (H200, lab: f32 8192^3 with 3 split rows ran best at 4 parts, int16 at 4).
 constexpr double kPartOverheadSteps = 8;
 constexpr std::array<int, 7> kPartCounts = {2, 3, 4, 6, 8, 12, 16};
-constexpr std::int64_t kTicketAlign = 256;  // templates/split_k.cuh.j2's kSplitTicketAlign
+constexpr std::int64_t kTicketAlign = 256;  // templates/gemm_split.cu.j2's kSplitTicketAlign
 constexpr std::int64_t kMaxGridRows = 65535;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -45,26 +46,7 @@ std::int64_t slots(CUfunction function, int device, const jit::LaunchShape& laun
   return n;
 }
 
-/// The kernel's <name>_split in its module, cached per function; nullptr where the module has none.
-CUfunction split_function(CUfunction function, catalog::KernelId id) {
-  static std::mutex mutex;
-  static std::unordered_map<CUfunction, CUfunction> known;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(function); it != known.end()) return it->second;
-  }
-  const auto& api = jit::driver::api();
-  CUmodule module = nullptr;
-  CUfunction split = nullptr;
-  const std::string name = std::string(catalog::kInfo[static_cast<std::size_t>(id)].name) + "_split";
-  if (api.cuFuncGetModule(&module, function) != CUDA_SUCCESS ||
-      api.cuModuleGetFunction(&split, module, name.c_str()) != CUDA_SUCCESS) {
-    split = nullptr;
-  }
-  const std::lock_guard<std::mutex> lock(mutex);
-  known.emplace(function, split);
-  return split;
-}
+std::atomic<std::uint64_t> g_split_launches{0};
 
 }  // namespace
 
@@ -98,6 +80,8 @@ SplitPlan plan_split(const SplitShape& s) {
   return plan;
 }
 
+std::uint64_t split_launches() { return g_split_launches.load(std::memory_order_relaxed); }
+
 std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s) {
   const std::int64_t split_tiles = (s.tile_rows - plan.whole_rows) * s.tile_cols;
   const std::int64_t tickets = ceil_div(split_tiles * 4, kTicketAlign) * kTicketAlign;
@@ -122,7 +106,10 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
   if (api.cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE) {
     return false;
   }
-  const CUfunction split = split_function(kernel.function, id);
+  // The split kernel, if compiled: else the product runs unsplit while it compiles in the background.
+  catalog::KernelId split_id{};
+  if (!catalog::split_kernel(id, &split_id)) return false;
+  const jit::Resolved* split = registry().kernel_if_ready(static_cast<std::uint32_t>(split_id), device);
   if (split == nullptr) return false;
   CUdeviceptr work = 0;
   if (api.cuMemAllocAsync(&work, split_work_bytes(plan, shape), stream) != CUDA_SUCCESS) return false;
@@ -154,8 +141,9 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
     dependent.value.programmaticStreamSerializationAllowed = 1;
     config.attrs = &dependent;
     config.numAttrs = plan.whole_rows > 0 && jit::driver::device_arch(device) >= 90 ? 1 : 0;
-    jit::driver::check(api.cuLaunchKernelEx(&config, split, pointers.data(), nullptr), "cuLaunchKernelEx");
+    jit::driver::check(api.cuLaunchKernelEx(&config, split->function, pointers.data(), nullptr), "cuLaunchKernelEx");
     jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
+    g_split_launches.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     api.cuMemFreeAsync(work, stream);
     throw;

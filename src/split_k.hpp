@@ -1,6 +1,6 @@
 // Split k: a tuned gemm whose tiles leave the device's last wave partly empty
 // (or do not fill one wave) computes its last rows of tiles with k split over
-// several blocks each (templates/split_k.cuh.j2), so that the small parts fill
+// several blocks each (templates/gemm_split.cu.j2), so that the small parts fill
 // the slots the whole tiles leave. The plan is a pure function (tested on the
 // CPU); launch_gemm_split() runs it.
 #pragma once
@@ -41,10 +41,14 @@ SplitPlan plan_split(const SplitShape& s);
 /// Bytes of the plan's workspace: a ticket per split tile (padded to 256 bytes), then each part's tile.
 std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s);
 
+/// Split launches made in this process (for tests: whether a product was split).
+std::uint64_t split_launches();
+
 /// Launches a tuned gemm `served` (its argument struct `args`) split by its plan: the kernel on the whole rows,
 /// then <name>_split on the others as its programmatic dependent, the workspace stream-ordered around them.
 /// Returns false, having launched nothing, where the plan does not split, the stream is capturing a graph,
-/// or the workspace cannot be had; the caller then launches the product unsplit.
+/// <name>_split is not compiled yet (its compile is then queued in the background) or the workspace cannot be
+/// had; the caller then launches the product unsplit.
 bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, const Extent& e, CUstream stream,
                        catalog::GemmArgs& args, std::size_t elem_size);
 

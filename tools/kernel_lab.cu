@@ -116,9 +116,10 @@ int main(int argc, char** argv) {
   short alpha_s = 0, beta_s = 0;
   void* alpha = type == "i16" ? (void*)&alpha_s : (void*)&alpha_f;
   void* beta = type == "i16" ? (void*)&beta_s : (void*)&beta_f;
-  // The gemm's split of k (templates/split_k.cuh.j2): LAB_SPLIT="whole_rows parts" launches the kernel on the
-  // first whole_rows rows of tiles and <name>_split on the rest, `parts` blocks a tile, as its programmatic
-  // dependent (LAB_PDL=0: a plain launch after it), with a workspace whose tickets are zeroed before each
+  // The gemm's split of k (templates/gemm_split.cu.j2): LAB_SPLIT="whole_rows parts" launches the kernel on the
+  // first whole_rows rows of tiles and <name>_split (from the cubin LAB_SPLIT_CUBIN, else the kernel's own) on
+  // the rest, `parts` blocks a tile, as its programmatic dependent (LAB_PDL=0: a plain launch after it), with a
+  // workspace whose tickets are zeroed before each
   // launch (as src/split_k.cpp does); unset, parts = 0. A kernel without those parameters ignores them.
   void* work = nullptr;
   long long whole_rows = 0;
@@ -148,7 +149,11 @@ int main(int argc, char** argv) {
   const unsigned gx = gx_tiles, gy = parts > 0 ? (unsigned)whole_rows : gy_tiles;
   CUfunction split_fn = nullptr;
   const bool pdl = !std::getenv("LAB_PDL") || std::atoi(std::getenv("LAB_PDL")) != 0;
-  if (parts > 0) CHECK_CU(cuModuleGetFunction(&split_fn, module, (name + "_split").c_str()));
+  if (parts > 0) {
+    CUmodule split_module = module;
+    if (const char* split_cubin = std::getenv("LAB_SPLIT_CUBIN")) CHECK_CU(cuModuleLoad(&split_module, split_cubin));
+    CHECK_CU(cuModuleGetFunction(&split_fn, split_module, (name + "_split").c_str()));
+  }
   // LAB_GRID_Z: fewer blocks along the batch, each looping over several products.
   const long long gz_cap = std::getenv("LAB_GRID_Z") ? std::atoll(std::getenv("LAB_GRID_Z")) : 65535;
   const unsigned gz = batched ? (unsigned)std::min<long long>(batch, gz_cap) : 1;

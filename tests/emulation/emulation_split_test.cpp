@@ -1,4 +1,4 @@
-// Split k (templates/split_k.cuh.j2) on the CPU: a tuned gemm whose rows of tiles from whole_rows on are
+// Split k (templates/gemm_split.cu.j2) on the CPU: a tuned gemm whose rows of tiles from whole_rows on are
 // computed by <name>_split, each tile's k split over `parts` blocks that merge in k order, equals the unsplit
 // kernel's C bit for bit (the signs of zeros too), the epilogue (alpha, beta) included, as src/split_k.cpp
 // launches it: the kernel on the whole rows, then the split kernel, its tickets zeroed.

@@ -40,11 +40,4 @@ void entry(void** args) { call(&TROPICAL_EMU_NS::TROPICAL_EMU_KERNEL, args); }
 
 const bool registered = tropical::emulation::add_kernel(TROPICAL_EMU_NAME, TROPICAL_EMU_TIER, &entry);
 
-#ifdef TROPICAL_SPLIT_KERNEL
-// A tuned gemm's second kernel (templates/split_k.cuh.j2), registered as <name>_split.
-void split_entry(void** args) { call(&TROPICAL_EMU_NS::TROPICAL_SPLIT_KERNEL, args); }
-const bool split_registered = tropical::emulation::add_kernel(TROPICAL_EMU_NAME "_split", TROPICAL_EMU_TIER,
-                                                              &split_entry);
-#endif
-
 }  // namespace

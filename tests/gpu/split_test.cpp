@@ -1,4 +1,4 @@
-// Split k on a real GPU (src/split_k.cpp, templates/split_k.cuh.j2): the public gemm, where its plan splits
+// Split k on a real GPU (src/split_k.cpp, templates/gemm_split.cu.j2): the public gemm, where its plan splits
 // (tiles past whole waves: the kernel on the whole rows and the split rows as its programmatic dependent;
 // tiles too few for one wave: every row split), is bit for bit the tuned kernel's unsplit product, the signs
 // of zeros included, and the CPU reference where that is cheap. Skips without a GPU.
@@ -11,8 +11,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../src/split_k.hpp"
 #include "test_data.hpp"
 #include "tier_launch.hpp"
+#include "tropical/internal/registry.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/tropical.hpp"
 
@@ -39,7 +41,15 @@ template <class S, class T>
 void expect_split_is_unsplit(std::uint64_t seed) {
   testing::TierLauncher launcher;
   std::mt19937_64 rng(seed);
+  // The split kernel is asked for without waiting (the product runs unsplit until it is compiled): wait for it,
+  // and for the tuned kernel, which alone splits, before the products.
+  const catalog::KernelId id = kernel_id<S, T, Op::kGemm>();
+  catalog::KernelId split_id{};
+  ASSERT_TRUE(catalog::split_kernel(id, &split_id)) << catalog::kInfo[static_cast<std::size_t>(id)].name;
+  registry().function(static_cast<std::uint32_t>(split_id), 0);
+  registry().function(static_cast<std::uint32_t>(id), 0);
   for (const Shape& s : kShapes) {
+    const std::uint64_t splits = detail::split_launches();
     const std::string what = std::string(catalog::kInfo[static_cast<std::size_t>(kernel_id<S, T, Op::kGemm>())].name) +
                              " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     const std::int64_t lda = s.ta == Trans::kYes ? s.m : s.k, ldb = s.tb == Trans::kYes ? s.k : s.n, ldc = s.n;
@@ -50,6 +60,10 @@ void expect_split_is_unsplit(std::uint64_t seed) {
     gemm<S, T>(s.ta, s.tb, s.m, s.n, s.k, da.get(), lda, db.get(), ldb, split.get(), ldc);
     launcher.gemm(kernel_id<S, T, Op::kGemm>(), jit::Tier::kTuned, s.m, s.n, s.k, da.get(), lda, db.get(), ldb,
                   whole.get(), ldc, s.ta == Trans::kYes, s.tb == Trans::kYes);
+    // Tiles too few to fill one wave (the shapes checked against the reference) always split.
+    if (s.reference) {
+      EXPECT_EQ(detail::split_launches(), splits + 1) << what << " did not split";
+    }
     const std::vector<T> got = split.download(c_size), want = whole.download(c_size);
     expect_equal(got, want, "split against the unsplit kernel " + what);
     if constexpr (std::is_floating_point_v<T>) {
