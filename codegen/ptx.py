@@ -28,6 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate  # noqa: E402
+import spec  # noqa: E402
 
 # jit::compile_options(arch, effort) less --gpu-architecture, which is added per compile.
 COMMON_OPTIONS = ["--std=c++17", "--fmad=false", "--ftz=false"]
@@ -87,6 +88,8 @@ def shipped_fragments(kernels):
     for k in kernels:
         if k.feature_arch:
             continue  # arch-specific (sm_XYa): portable PTX of it would be its stub
+        if isinstance(k.tile, spec.SplitTile):
+            continue  # never waited for (compiled in the background): 7.6 MB of tuned PTX not worth shipping
         if k.quick_source:
             out.append((k, "quick", k.quick_name, k.quick_source, True))
         else:

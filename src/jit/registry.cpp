@@ -216,8 +216,11 @@ const Resolved* Registry::kernel_if_ready(std::uint32_t id, int device) noexcept
     FunctionSlot& slot = function_slot(id, device);
     if (slot.queued.exchange(true)) return nullptr;
     // As a first use's tuned compile: NVRTC's first load in the process never on a background thread
-    // (exit_guard.cpp), and the exit guard armed before the job can run.
-    if (!tier_config_.compiler) prepare_compiler();
+    // (exit_guard.cpp), and the exit guard armed before the job can run. A kernel a store has needs no NVRTC.
+    if (!tier_config_.compiler && !nvrtc_compiled() &&
+        !tuned_available(id, tier_config_.loader->arch(device))) {
+      prepare_compiler();
+    }
     exit_guard::arm(exit_guard::After::kDriver);
     const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
       const exit_guard::Scope guard;
