@@ -48,6 +48,30 @@ std::int64_t slots(CUfunction function, int device, const jit::LaunchShape& laun
 
 std::atomic<std::uint64_t> g_split_launches{0};
 
+/// The library's own stream-ordered pool for split workspaces on `device`, which keeps up to kMaxSplitWorkBytes
+/// reserved between calls (the device's default pool, whose release threshold is 0 unless its owner set one,
+/// may map memory on every call); created once, kept for the process; nullptr where the driver will not make one.
+CUmemoryPool workspace_pool(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, CUmemoryPool> pools;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = pools.find(device); it != pools.end()) return it->second;
+  const auto& api = jit::driver::api();
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  CUmemoryPool pool = nullptr;
+  if (api.cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS) {
+    cuuint64_t keep = kMaxSplitWorkBytes;
+    api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  } else {
+    pool = nullptr;
+  }
+  pools.emplace(device, pool);
+  return pool;
+}
+
 }  // namespace
 
 SplitPlan plan_split(const SplitShape& s) {
@@ -112,7 +136,12 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
   const jit::Resolved* split = registry().kernel_if_ready(static_cast<std::uint32_t>(split_id), device);
   if (split == nullptr) return false;
   CUdeviceptr work = 0;
-  if (api.cuMemAllocAsync(&work, split_work_bytes(plan, shape), stream) != CUDA_SUCCESS) return false;
+  const std::size_t bytes = split_work_bytes(plan, shape);
+  const CUmemoryPool pool = workspace_pool(device);
+  if ((pool != nullptr ? api.cuMemAllocFromPoolAsync(&work, bytes, pool, stream)
+                       : api.cuMemAllocAsync(&work, bytes, stream)) != CUDA_SUCCESS) {
+    return false;
+  }
   try {
     const std::int64_t split_tiles = (shape.tile_rows - plan.whole_rows) * shape.tile_cols;
     jit::driver::check(api.cuMemsetD32Async(work, 0, static_cast<std::size_t>(split_tiles), stream),
