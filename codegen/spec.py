@@ -439,7 +439,7 @@ SKINNY_TILES = {
 # dependent. Its tile is the tuned kernel's; it has one tier, and the launcher asks for it without waiting
 # (Registry::kernel_if_ready: the product runs unsplit until its compile, queued in the background, is done), so
 # the plain kernel's cold compile is not its cost (in the plain kernel's own module, the two compiled 2.4-3.9x as
-# long: bench/RESULTS.md, "Session of 2026-11-29 (fifth)").
+# long: bench/RESULTS.md, the split-k sessions).
 SplitTile = collections.namedtuple("SplitTile", "label", defaults=("split",))
 SPLIT_TILE = SplitTile()
 SPLIT_OPS = (Op.GEMM,)
