@@ -18,7 +18,7 @@ namespace {
 /// What a part costs beyond its share of the k loop, in k-steps: its first k-tile's load, its partial's store
 /// and the merge (H200, lab: f32 8192^3 with 3 split rows ran best at 4 parts, int16 at 4).
 constexpr double kPartOverheadSteps = 8;
-constexpr std::array<int, 7> kPartCounts = {2, 3, 4, 6, 8, 12, 16};
+constexpr std::array<int, 11> kPartCounts = {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 constexpr std::int64_t kTicketAlign = 256;  // templates/gemm_split.cu.j2's kSplitTicketAlign
 constexpr std::int64_t kMaxGridRows = 65535;
 

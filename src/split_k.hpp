@@ -29,7 +29,7 @@ struct SplitPlan {
 };
 
 /// Most blocks one tile is split over, and fewest k-steps a part takes.
-inline constexpr int kMaxSplitParts = 16;
+inline constexpr int kMaxSplitParts = 64;
 inline constexpr std::int64_t kMinPartSteps = 8;
 /// Largest workspace a split takes (stream-ordered, freed after the launch).
 inline constexpr std::size_t kMaxSplitWorkBytes = std::size_t{64} << 20;

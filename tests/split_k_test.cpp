@@ -62,6 +62,12 @@ TEST(SplitPlan, splits_every_row_of_a_product_too_small_to_fill_one_wave) {
   const SplitPlan q = plan_split(one);
   expect_in_bounds(one, q);
   EXPECT_EQ(q.parts, 8);
+  // 256 x 256 x 65536: 4 tiles, 4096 k-steps each; 64 parts a tile nearly fill the device (16 would leave
+  // three quarters of it idle).
+  const SplitShape few{2, 2, 4096, kSlots, 128 * 128 * 4};
+  const SplitPlan r = plan_split(few);
+  expect_in_bounds(few, r);
+  EXPECT_EQ(r.parts, 64);
 }
 
 TEST(SplitPlan, leaves_alone_what_a_split_cannot_help) {
