@@ -1,6 +1,6 @@
 // The launch of a catalog kernel, shared by the launchers (gemm.cpp,
 // gemm_counting.cpp): grids of one block per tile of C, the tier the registry
-// serves, one cuLaunchKernel on the caller's stream.
+// serves, one cuLaunchKernel on the caller's stream (a split gemm, two: src/split_k.hpp).
 #pragma once
 
 #include <cuda.h>
@@ -36,7 +36,7 @@ Grid grid_for(const jit::LaunchShape& launch, const Extent& e);
 void launch(catalog::KernelId id, int device, const Extent& e, CUstream stream, void** args);
 
 /// The kernel a call of `id` over e gets (the tier the first-use rules serve) and its grid of one block per
-/// tile; checked as launch() checks. launch() is serve() then launch_served().
+/// tile; checked as launch() checks. launch() is serve() then launch_function().
 struct Served {
   const jit::Resolved* kernel;
   Grid grid;

@@ -19,6 +19,7 @@ namespace {
 /// and the merge (H200, lab: f32 8192^3 with 3 split rows ran best at 4 parts, int16 at 4).
 constexpr double kPartOverheadSteps = 8;
 constexpr std::array<int, 11> kPartCounts = {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+static_assert(kPartCounts.back() == kMaxSplitParts);
 constexpr std::int64_t kTicketAlign = 256;  // templates/gemm_split.cu.j2's kSplitTicketAlign
 constexpr std::int64_t kMaxGridRows = 65535;
 
@@ -84,6 +85,8 @@ SplitPlan plan_split(const SplitShape& s) {
     const auto whole = static_cast<double>((s.tile_rows - split_rows) * s.tile_cols);
     const double whole_end = std::ceil(whole / slots);  // the whole tiles end with their last wave
     if (whole_end >= best) continue;
+    // Workspaces only grow with the rows split: past the cap at the fewest parts, no plan is left.
+    if (split_work_bytes({s.tile_rows - split_rows, kPartCounts.front()}, s) > kMaxSplitWorkBytes) break;
     for (const int parts : kPartCounts) {
       const SplitPlan candidate{s.tile_rows - split_rows, parts};
       if (parts * kMinPartSteps > s.k_tiles || split_rows * parts > kMaxGridRows ||
@@ -94,7 +97,9 @@ SplitPlan plan_split(const SplitShape& s) {
       // and half a part for the last ones to finish.
       const double part = (k_tiles / parts + kPartOverheadSteps) / k_tiles;
       const double work = whole + static_cast<double>(split_rows * s.tile_cols) * parts * part;
-      const double end = std::max(whole_end, work / slots + part / 2);
+      const double split_work = static_cast<double>(split_rows * s.tile_cols) * parts * part;
+      const double end = s.overlap ? std::max(whole_end, work / slots + part / 2)
+                                   : whole_end + split_work / slots + part / 2;
       if (end < best) {
         best = end;
         plan = candidate;
@@ -122,7 +127,8 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
   jit::driver::ScopedContext context(device);
   const SplitShape shape{served.grid.y, served.grid.x, ceil_div(e.k, info.tile_k),
                          slots(kernel.function, device, kernel.launch),
-                         std::size_t{kernel.launch.tile_m} * kernel.launch.tile_n * elem_size};
+                         std::size_t{kernel.launch.tile_m} * kernel.launch.tile_n * elem_size,
+                         jit::driver::device_arch(device) >= 90};
   const SplitPlan plan = plan_split(shape);
   if (plan.parts == 0) return false;
   // A graph being captured gets the plain launch: no stream-ordered allocation in the user's graph.
@@ -155,21 +161,30 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
                       kernel.launch, stream, pointers.data());
     }
     // The split rows may start as the whole rows' last blocks start (programmatic stream serialization,
-    // sm_90 on): they write other tiles of C, and each waits for the kernel before it ends.
+    // sm_90 on): they write other tiles of C and read nothing the kernel writes; the split grid's last block
+    // waits for the kernel (griddepcontrol.wait), so the grid ends only after it, and what follows on the
+    // stream comes after both.
+    const jit::LaunchShape& shape_of_split = split->launch;  // the kernel's own (codegen/spec.py: its tile)
+    constexpr unsigned kUnaskedSharedBytes = 48 * 1024;
+    if (shape_of_split.smem_bytes > kUnaskedSharedBytes) {
+      jit::driver::check(api.cuFuncSetAttribute(split->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                static_cast<int>(shape_of_split.smem_bytes)),
+                         "cuFuncSetAttribute");
+    }
     CUlaunchConfig config{};
     config.gridDimX = served.grid.x;
     config.gridDimY = static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts);
     config.gridDimZ = 1;
-    config.blockDimX = kernel.launch.block_x;
-    config.blockDimY = kernel.launch.block_y;
+    config.blockDimX = shape_of_split.block_x;
+    config.blockDimY = shape_of_split.block_y;
     config.blockDimZ = 1;
-    config.sharedMemBytes = kernel.launch.smem_bytes;
+    config.sharedMemBytes = shape_of_split.smem_bytes;
     config.hStream = stream;
     CUlaunchAttribute dependent{};
     dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     dependent.value.programmaticStreamSerializationAllowed = 1;
     config.attrs = &dependent;
-    config.numAttrs = plan.whole_rows > 0 && jit::driver::device_arch(device) >= 90 ? 1 : 0;
+    config.numAttrs = plan.whole_rows > 0 && shape.overlap ? 1 : 0;
     jit::driver::check(api.cuLaunchKernelEx(&config, split->function, pointers.data(), nullptr), "cuLaunchKernelEx");
     jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
     g_split_launches.fetch_add(1, std::memory_order_relaxed);

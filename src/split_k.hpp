@@ -20,6 +20,7 @@ struct SplitShape {
   std::int64_t k_tiles = 0;                   ///< steps of the k loop (k / tile_k, rounded up)
   std::int64_t slots = 0;                     ///< blocks the device runs at once
   std::size_t tile_bytes = 0;                 ///< one tile of C's elements
+  bool overlap = true;  ///< the split kernel may start as the kernel's last wave does (programmatic launch: sm_90 on)
 };
 
 /// Rows of tiles from whole_rows on are split, `parts` blocks a tile; parts 0: not split.
@@ -35,7 +36,8 @@ inline constexpr std::int64_t kMinPartSteps = 8;
 inline constexpr std::size_t kMaxSplitWorkBytes = std::size_t{64} << 20;
 
 /// The split that ends the product soonest by a model of the block scheduler (blocks start in grid order on
-/// free slots), or none where no split gains 1 % on the unsplit grid's waves.
+/// free slots; without overlap, the split grid's only once the kernel has ended), or none where no split gains
+/// 1 % on the unsplit grid's waves.
 SplitPlan plan_split(const SplitShape& s);
 
 /// Bytes of the plan's workspace: a ticket per split tile (padded to 256 bytes), then each part's tile.

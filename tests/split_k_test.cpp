@@ -19,8 +19,9 @@ double modeled_end(const SplitShape& s, const SplitPlan& p) {
   if (p.parts == 0) return std::ceil(static_cast<double>(s.tile_rows * s.tile_cols) / s.slots);
   const double whole = static_cast<double>(p.whole_rows * s.tile_cols);
   const double part = (static_cast<double>(s.k_tiles) / p.parts + 8) / static_cast<double>(s.k_tiles);
-  const double work = whole + static_cast<double>((s.tile_rows - p.whole_rows) * s.tile_cols) * p.parts * part;
-  return std::max(std::ceil(whole / s.slots), work / s.slots + part / 2);
+  const double split = static_cast<double>((s.tile_rows - p.whole_rows) * s.tile_cols) * p.parts * part;
+  if (!s.overlap) return std::ceil(whole / s.slots) + split / s.slots + part / 2;
+  return std::max(std::ceil(whole / s.slots), (whole + split) / s.slots + part / 2);
 }
 
 void expect_in_bounds(const SplitShape& s, const SplitPlan& p) {
@@ -79,11 +80,31 @@ TEST(SplitPlan, leaves_alone_what_a_split_cannot_help) {
   EXPECT_EQ(plan_split({2, 131, 512, kSlots, 65536}).parts, 0);
 }
 
+TEST(SplitPlan, without_overlap_the_split_rows_wait_for_the_whole_ones) {
+  // Below sm_90 the split grid starts once the kernel has ended: f32 8192^3's last wave is then cheaper whole,
+  // while a product too small for one wave still splits every tile.
+  SplitShape f32{64, 64, 512, kSlots, 128 * 128 * 4};
+  ASSERT_GT(plan_split(f32).parts, 0);
+  f32.overlap = false;
+  EXPECT_EQ(plan_split(f32).parts, 0);
+  SplitShape deep{8, 8, 4096, kSlots, 128 * 128 * 4};
+  deep.overlap = false;
+  const SplitPlan p = plan_split(deep);
+  EXPECT_GT(p.parts, 0);
+  EXPECT_EQ(p.whole_rows, 0);
+}
+
 TEST(SplitPlan, keeps_its_workspace_under_the_cap) {
-  // 2 x 132 tiles of 1 MB each (f64 tiles of a wide product) and deep k: parts limited by the 64 MB cap.
-  const SplitShape s{2, 132, 4096, kSlots * 4, std::size_t{1} << 20};
+  // A row of 132 tiles of 128 KB (f64 tiles) on four times the slots, deep k: the model would split each tile
+  // many ways (small tiles: 48); the 64 MB cap allows three (49.5 MB).
+  const SplitShape s{1, 132, 4096, kSlots * 4, std::size_t{128} << 10};
   const SplitPlan p = plan_split(s);
   expect_in_bounds(s, p);
+  EXPECT_EQ(p.parts, 3) << "the most parts under the cap";
+  EXPECT_GT(plan_split({1, 132, 4096, kSlots * 4, 4096}).parts, 3) << "small tiles: the parts the model wants";
+  // 1 MB tiles: no split fits, and a tall product of them is planned without walking its every row.
+  EXPECT_EQ(plan_split({2, 132, 4096, kSlots * 4, std::size_t{1} << 20}).parts, 0);
+  EXPECT_EQ(plan_split({65535, 1, 4096, kSlots, std::size_t{1} << 20}).parts, 0);
   EXPECT_EQ(split_work_bytes({1, 2}, {2, 3, 64, kSlots, 1000}), 256u + 3u * 2u * 1000u) << "tickets, then parts";
   EXPECT_EQ(split_work_bytes({0, 2}, {100, 1, 64, kSlots, 8}), 512u + 100u * 2u * 8u) << "tickets padded to 256";
 }

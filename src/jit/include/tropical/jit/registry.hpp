@@ -136,7 +136,9 @@ class Registry {
   /// the background pool (once per kernel and device, unless the pool refused the job), so that a later call
   /// finds it. Never waits for a compile (the compiler's first load in the process aside, as a first use's) nor
   /// throws: for a kernel the caller can do without for now (split k's second kernel: the product runs unsplit
-  /// meanwhile). A compile that fails leaves it null for the process.
+  /// meanwhile). A compile that fails, or a job the pool refuses because it is shutting down or throws on,
+  /// leaves it null for the process. Where no store has the kernel and NVRTC was never loaded in the process,
+  /// the first call loads it (a trivial compile on the caller's thread, once a process).
   const Resolved* kernel_if_ready(std::uint32_t id, int device) noexcept;
 
   /// The tuned kernel `id` on `device` (waits for it on first use); throws like kernel().
