@@ -25,6 +25,24 @@ std::int64_t now_ns() {
 thread_local bool t_background = false;
 thread_local std::uint64_t t_compiles = 0;
 
+namespace {
+
+/// Queues `ensure` (a tuned kernel's compile and load) on `pool`, the exit guard armed before the job can run
+/// and the job run under its scope (nothing starts once the process exits); false where the pool takes no job.
+template <class Ensure>
+bool queue_tuned(BackgroundPool& pool, Ensure ensure) {
+  exit_guard::arm(exit_guard::After::kDriver);
+  return pool.submit([ensure]() noexcept {
+    const exit_guard::Scope guard;
+    if (!guard) return;
+    t_background = true;
+    ensure();
+    t_background = false;
+  });
+}
+
+}  // namespace
+
 Registry::Registry(Catalog catalog, storage::CacheConfig cache, TierConfig tiers)
     : catalog_(catalog),
       tier_config_(std::move(tiers)),
@@ -189,15 +207,9 @@ void Registry::first_use(std::uint32_t id, int device, FunctionSlot& slot) noexc
       if (slot.current.load() != nullptr) {
         if (quick_only) return;
         if (!tier_config_.compiler) prepare();
-        exit_guard::arm(exit_guard::After::kDriver);
-        const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
-          const exit_guard::Scope guard;
-          if (!guard) return;  // the process is exiting: start nothing
-          t_background = true;
+        if (!queue_tuned(*pool_, [this, id, device, &slot]() noexcept { ensure_tuned(id, device, slot); })) {
           ensure_tuned(id, device, slot);
-          t_background = false;
-        });
-        if (!queued) ensure_tuned(id, device, slot);
+        }
         return;
       }
     }
@@ -221,15 +233,9 @@ const Resolved* Registry::kernel_if_ready(std::uint32_t id, int device) noexcept
         !tuned_available(id, tier_config_.loader->arch(device))) {
       prepare_compiler();
     }
-    exit_guard::arm(exit_guard::After::kDriver);
-    const bool queued = pool_->submit([this, id, device, &slot]() noexcept {
-      const exit_guard::Scope guard;
-      if (!guard) return;  // the process is exiting: start nothing
-      t_background = true;
-      ensure_tuned(id, device, slot);
-      t_background = false;
-    });
-    if (!queued) slot.queued.store(false);  // no worker to spare: a later call asks again
+    if (!queue_tuned(*pool_, [this, id, device, &slot]() noexcept { ensure_tuned(id, device, slot); })) {
+      slot.queued.store(false);  // no worker to spare: a later call asks again
+    }
   } catch (...) {
     // No compiler (NVRTC missing), no device: the kernel is not ready, and the caller does without it.
   }
