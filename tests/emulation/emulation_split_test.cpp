@@ -1,7 +1,9 @@
 // Split k (templates/gemm_split.cu.j2) on the CPU: a tuned gemm whose rows of tiles from whole_rows on are
 // computed by <name>_split, each tile's k split over `parts` blocks that merge in k order, equals the unsplit
 // kernel's C bit for bit (the signs of zeros too), the epilogue (alpha, beta) included, as src/split_k.cpp
-// launches it: the kernel on the whole rows, then the split kernel, its tickets zeroed.
+// launches it: the kernel on the whole rows, then the split kernel, its tickets zeroed. The emulator runs blocks
+// one after another, so the merging part is always the grid's last and the fences go untested here (the GPU's
+// split_gpu is their test).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,12 +34,13 @@ class SplitProduct {
  public:
   /// Random operands with extremes, or (zeros) zeros of both signs and a few small values, so that most
   /// maxima are zeros whose sign says which k won (the k loop's first, for f64's compare and select).
-  SplitProduct(long long m, long long n, long long k, int trans_a, int trans_b, bool zeros, std::mt19937_64& rng)
+  SplitProduct(long long m, long long n, long long k, int trans_a, int trans_b, bool zeros, std::mt19937_64& rng,
+               bool extremes = true)
       : m_(m), n_(n), k_(k), ta_(trans_a), tb_(trans_b) {
     lda_ = (ta_ ? m : k) + 1;
     ldb_ = (tb_ ? k : n) + 2;
-    a_ = random_matrix<S, T>(static_cast<std::size_t>((ta_ ? k : m) * lda_), rng, true);
-    b_ = random_matrix<S, T>(static_cast<std::size_t>((tb_ ? n : k) * ldb_), rng, true);
+    a_ = random_matrix<S, T>(static_cast<std::size_t>((ta_ ? k : m) * lda_), rng, extremes);
+    b_ = random_matrix<S, T>(static_cast<std::size_t>((tb_ ? n : k) * ldb_), rng, extremes);
     if (zeros) {
       const bool min = S::kAdd == AddKind::kMin;
       const T v[] = {T(-0.0), T(0.0), T(min ? 1 : -1), T(min ? 2 : -2)};
@@ -121,6 +124,28 @@ void expect_split_is_the_unsplit_product(std::uint64_t seed) {
     expect_equal(p.run({1, 3}, c0, ab[0], ab[1], scaling.flags), scaled,
                  "alpha/beta (flags " + std::to_string(scaling.flags) + ") " + p.what({1, 3}));
   }
+}
+
+// Many parts: one row of tiles, nine k-tiles over eight parts (the last part's merge loop runs seven times),
+// whole rows 0.
+template <class S, class T>
+void expect_many_parts_merge_in_k_order(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto& launch = catalog::kInfo[static_cast<std::size_t>(kernel_id<S, T, Op::kGemm>())].launch;
+  const long long m = launch.tile_m - 3, n = 7, k = 9 * launch.tile_k - 2;
+  // Plain random values (extremes would make most int16 maxima saturate, zeros most float ones tie), so that a
+  // part left out or merged out of order changes C.
+  SplitProduct<S, T> p(m, n, k, 0, 1, false, rng, false);
+  const std::vector<T> c0 = random_matrix<S, T>(static_cast<std::size_t>(m * n), rng, true);
+  const std::vector<T> plain = p.run({0, 0}, c0, T{}, T{}, 0);
+  const std::vector<T> c = p.run({0, 8}, c0, T{}, T{}, 0);
+  expect_equal(c, plain, p.what({0, 8}));
+}
+
+TEST(EmulatedSplit, eight_parts_merge_to_the_unsplit_product_bit_for_bit) {
+  expect_many_parts_merge_in_k_order<MaxPlus, float>(51);
+  expect_many_parts_merge_in_k_order<MinPlus, double>(52);
+  expect_many_parts_merge_in_k_order<MaxPlus, std::int16_t>(53);
 }
 
 TEST(EmulatedSplit, parts_merge_to_the_unsplit_product_bit_for_bit) {
