@@ -23,13 +23,32 @@ jit::Request request_for(std::size_t index, const Extent& e, CUstream stream) {
 
 }  // namespace
 
-void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args) {
+void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args,
+                     bool dependent) {
   const auto& api = jit::driver::api();
   constexpr unsigned kUnaskedSharedBytes = 48 * 1024;
   if (launch.smem_bytes > kUnaskedSharedBytes) {
     jit::driver::check(api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                               static_cast<int>(launch.smem_bytes)),
                        "cuFuncSetAttribute");
+  }
+  if (dependent) {
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x;
+    config.gridDimY = grid.y;
+    config.gridDimZ = grid.z;
+    config.blockDimX = launch.block_x;
+    config.blockDimY = launch.block_y;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = launch.smem_bytes;
+    config.hStream = stream;
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    jit::driver::check(api.cuLaunchKernelEx(&config, function, args, nullptr), "cuLaunchKernelEx");
+    return;
   }
   jit::driver::check(api.cuLaunchKernel(function, grid.x, grid.y, grid.z, launch.block_x, launch.block_y, 1,
                                         launch.smem_bytes, stream, args, nullptr),

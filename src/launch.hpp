@@ -44,8 +44,11 @@ struct Served {
 Served serve(catalog::KernelId id, int device, const Extent& e, CUstream stream);
 
 /// cuLaunchKernel of `function` on `grid` in blocks of `launch`'s shape; a function taking more than the 48 KB
-/// any function may take unasked is allowed its bytes first. The device's context must be current.
-void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args);
+/// any function may take unasked is allowed its bytes first. `dependent`: launched as the programmatic
+/// dependent of the stream's previous kernel (it may start as that one's blocks trigger; sm_90 on). The
+/// device's context must be current.
+void launch_function(CUfunction function, Grid grid, const jit::LaunchShape& launch, CUstream stream, void** args,
+                     bool dependent = false);
 
 /// Launches kernel `id`, which has one tier, on `grid` (a kernel whose grid is
 /// not one block per output tile).

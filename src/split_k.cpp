@@ -96,9 +96,8 @@ SplitPlan plan_split(const SplitShape& s) {
       // The parts fill the slots as they free up (the whole tiles started first): the work over the slots,
       // and half a part for the last ones to finish.
       const double part = (k_tiles / parts + kPartOverheadSteps) / k_tiles;
-      const double work = whole + static_cast<double>(split_rows * s.tile_cols) * parts * part;
       const double split_work = static_cast<double>(split_rows * s.tile_cols) * parts * part;
-      const double end = s.overlap ? std::max(whole_end, work / slots + part / 2)
+      const double end = s.overlap ? std::max(whole_end, (whole + split_work) / slots + part / 2)
                                    : whole_end + split_work / slots + part / 2;
       if (end < best) {
         best = end;
@@ -164,28 +163,9 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
     // sm_90 on): they write other tiles of C and read nothing the kernel writes; the split grid's last block
     // waits for the kernel (griddepcontrol.wait), so the grid ends only after it, and what follows on the
     // stream comes after both.
-    const jit::LaunchShape& shape_of_split = split->launch;  // the kernel's own (codegen/spec.py: its tile)
-    constexpr unsigned kUnaskedSharedBytes = 48 * 1024;
-    if (shape_of_split.smem_bytes > kUnaskedSharedBytes) {
-      jit::driver::check(api.cuFuncSetAttribute(split->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                static_cast<int>(shape_of_split.smem_bytes)),
-                         "cuFuncSetAttribute");
-    }
-    CUlaunchConfig config{};
-    config.gridDimX = served.grid.x;
-    config.gridDimY = static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts);
-    config.gridDimZ = 1;
-    config.blockDimX = shape_of_split.block_x;
-    config.blockDimY = shape_of_split.block_y;
-    config.blockDimZ = 1;
-    config.sharedMemBytes = shape_of_split.smem_bytes;
-    config.hStream = stream;
-    CUlaunchAttribute dependent{};
-    dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    dependent.value.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &dependent;
-    config.numAttrs = plan.whole_rows > 0 && shape.overlap ? 1 : 0;
-    jit::driver::check(api.cuLaunchKernelEx(&config, split->function, pointers.data(), nullptr), "cuLaunchKernelEx");
+    launch_function(split->function,
+                    Grid{served.grid.x, static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts), 1},
+                    split->launch, stream, pointers.data(), plan.whole_rows > 0 && shape.overlap);
     jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
     g_split_launches.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
