@@ -6,7 +6,8 @@ rank), against the same instance's tropical.einsum on one GPU in the same run.
 Rank 0 plans once (TreeSA, seeded; excluded from the times) and every rank gets that plan; then, the median of
 --repeats warm runs each (CUDA synchronized, ranks lined up by a barrier): the whole contraction
 (tropical.distributed.contract), this rank's share alone (its slices on its device, no collective), and on
-rank 0 the single-GPU tropical.einsum of the same plan. The collective's share is (whole - slowest share) / whole.
+rank 0 the single-GPU tropical.einsum of the same plan (the others waiting), and the scaling: one GPU's time over the
+whole contraction's. The collective's share is (whole - slowest share) / whole.
 Every rank's result must equal the single-GPU result bit for bit (exit 1 otherwise).
 
 Usage: torchrun --nproc-per-node N bench/distributed.py [--vertices 250] [--limit 16777216] [--repeats 3]
@@ -29,10 +30,11 @@ from tropical import _einsum_native, _einsum_parse, _einsum_path  # noqa: E402
 
 
 def median_s(torch, dist, fn, repeats):
-    """(median seconds, last result) of warm runs, every rank starting together."""
+    """(median seconds, last result) of warm runs, every rank starting together (dist None: this rank alone)."""
     result, times = fn(), []
     for _ in range(repeats):
-        dist.barrier()
+        if dist is not None:
+            dist.barrier()
         torch.cuda.synchronize()
         start = time.perf_counter()
         result = fn()
@@ -78,20 +80,18 @@ def main(argv):
     results = [None] * world
     dist.all_gather_object(results, float(got))
     ok = True
-    if dist.get_rank() == 0:
-        single_s, want = median_s(torch, dist, lambda: tropical.einsum(*operands, **kwargs), options.repeats) \
-            if world == 1 else (None, None)
-        if want is None:
-            want = tropical.einsum(*operands, **kwargs)
+    if dist.get_rank() == 0:  # the other ranks wait at the barrier below while rank 0 runs one GPU alone
+        single_s, want = median_s(torch, None, lambda: tropical.einsum(*operands, **kwargs), options.repeats)
         ok = all(np.float32(r).tobytes() == np.float32(float(want)).tobytes() for r in results)
         slowest = max(shares)
         print(f"n = {options.vertices}, memory limit {options.limit}: {info.slices} slices, log2 time "
               f"{info.log2_time:.1f}, space {info.log2_space:.1f}, TreeSA plan {plan_s:.1f} s (excluded)")
         print(f"{world} GPU(s): contract {whole_s * 1e3:.1f} ms (median of {options.repeats}), shares "
               f"{', '.join(f'{s * 1e3:.1f}' for s in shares)} ms, collective and the rest "
-              f"{(whole_s - slowest) * 1e3:.2f} ms ({100 * (whole_s - slowest) / whole_s:.1f} %)"
-              + (f"; tropical.einsum on one GPU {single_s * 1e3:.1f} ms" if single_s is not None else ""))
+              f"{(whole_s - slowest) * 1e3:.2f} ms ({100 * (whole_s - slowest) / whole_s:.1f} %); "
+              f"tropical.einsum on one GPU {single_s * 1e3:.1f} ms: {single_s / whole_s:.2f}x")
         print(f"MIS size {float(want):g}; every rank's bits equal one GPU's: {ok}")
+    dist.barrier()
     ok_box = [ok]
     dist.broadcast_object_list(ok_box, src=0)
     dist.destroy_process_group()

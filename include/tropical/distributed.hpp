@@ -33,12 +33,17 @@ typedef struct ncclComm* ncclComm_t;
 ///   rank's values, winning slices and assignment, merged on the host (ties: the smallest slice index).
 /// - NCCL is opened at run time on first use: $TROPICAL_NCCL_LIBRARY if set, else libnccl.so.2 through the
 ///   dynamic loader's path; Unavailable (naming the library and the missing symbol) where it cannot be. The
-///   communicator must be a blocking one (NCCL's default) of the run's device.
+///   communicator is one of the run's device, blocking (NCCL's default) or non-blocking (ncclConfig_t::blocking =
+///   0, whose calls answer ncclInProgress: the run waits for them, bounded as below).
 /// - A run allocates its workspace on the run's device and waits for the stream before returning (the workspace
 ///   is freed then), so it is refused under stream capture.
 /// - Every wait for work that includes a collective is bounded (DistributedOptions::timeout_s): a peer that never
 ///   joins (it threw, it crashed) or NCCL's asynchronous error aborts the communicator (ncclCommAbort, which
-///   leaves it unusable) and throws NcclTimeout or NcclError instead of hanging the program.
+///   leaves it unusable) and throws NcclTimeout or NcclError instead of hanging the program. That holds for
+///   everything of a non-blocking communicator's; a blocking communicator's calls may themselves block before they
+///   return (NCCL 2.22 and later connect the ranks on their first collective unless NCCL_RUNTIME_CONNECT=0, and
+///   that waits for every peer), where no limit of the library's reaches: with peers that may never join, use a
+///   non-blocking communicator.
 namespace tropical {
 
 /// An NCCL call failed (code Errc::kCuda, TROPICAL_ERROR_CUDA at the C ABI): the call, its ncclResult_t and

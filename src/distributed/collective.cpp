@@ -18,9 +18,10 @@ Collective collective_for(AddKind add, detail::DistributedElement element) {
 
 void all_reduce(const Nccl& api, const Collective& c, void* buffer, std::size_t count, ncclComm_t comm,
                 CUstream stream) {
-  check(api,
-        api.ncclAllReduce(buffer, buffer, count, static_cast<int>(c.type), static_cast<int>(c.op), comm, stream),
-        "ncclAllReduce");
+  check_queued(api,
+               api.ncclAllReduce(buffer, buffer, count, static_cast<int>(c.type), static_cast<int>(c.op), comm,
+                                 stream),
+               "ncclAllReduce");
 }
 
 void all_gather(const Nccl& api, const Gather* gathers, std::size_t count, std::size_t bytes, ncclComm_t comm,
@@ -29,17 +30,17 @@ void all_gather(const Nccl& api, const Gather* gathers, std::size_t count, std::
   if (group) check(api, api.ncclGroupStart(), "ncclGroupStart");
   try {
     for (std::size_t i = 0; i < count; ++i) {
-      check(api,
-            api.ncclAllGather(gathers[i].send, gathers[i].recv, bytes, static_cast<int>(NcclType::kUint8), comm,
-                              stream),
-            "ncclAllGather");
+      check_queued(api,
+                   api.ncclAllGather(gathers[i].send, gathers[i].recv, bytes, static_cast<int>(NcclType::kUint8),
+                                     comm, stream),
+                   "ncclAllGather");
     }
   } catch (...) {
     // A group left open would swallow the caller's next NCCL calls; its own result adds nothing to the error.
     if (group) api.ncclGroupEnd();
     throw;
   }
-  if (group) check(api, api.ncclGroupEnd(), "ncclGroupEnd");
+  if (group) check_queued(api, api.ncclGroupEnd(), "ncclGroupEnd");
 }
 
 }  // namespace tropical::distributed_detail

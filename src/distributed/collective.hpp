@@ -23,7 +23,8 @@ struct Collective {
 /// or 1, so their max is their or), min for min; int16 gathered.
 Collective collective_for(AddKind add, detail::DistributedElement element);
 
-/// Queues the in-place all-reduce of `count` elements at buffer on stream; throws NcclError.
+/// Queues the in-place all-reduce of `count` elements at buffer on stream (a non-blocking communicator's may still
+/// be under way: wait_for_queued); throws NcclError.
 void all_reduce(const Nccl& api, const Collective& c, void* buffer, std::size_t count, ncclComm_t comm,
                 CUstream stream);
 
@@ -33,8 +34,8 @@ struct Gather {
   void* recv;
 };
 
-/// Queues the all-gathers of `count` arrays of `bytes` each, in one NCCL group where there are several; throws
-/// NcclError (the group ended on the way out).
+/// Queues the all-gathers of `count` arrays of `bytes` each, in one NCCL group where there are several (under way
+/// as all_reduce's may be); throws NcclError (the group ended on the way out).
 void all_gather(const Nccl& api, const Gather* gathers, std::size_t count, std::size_t bytes, ncclComm_t comm,
                 CUstream stream);
 

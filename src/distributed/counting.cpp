@@ -68,6 +68,7 @@ void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_
   std::byte* gathered_counts = gathered_values + layout.gathered_pitch;
   const Gather gathers[2] = {{out_values, gathered_values}, {out_counts, gathered_counts}};
   all_gather(api, gathers, 2, out_bytes, comm, stream);
+  owned.queued("ncclAllGather (values and counts, one group)");  // the merge reads what they gather
   merge_counting_rows(element_bytes, gathered_values, gathered_counts, rows, out, out_values, out_counts,
                       base + layout.ones, base + layout.ones + layout.ones_pitch, stream);
   owned.wait("ncclAllGather (values and counts, one group)");

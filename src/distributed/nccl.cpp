@@ -114,6 +114,10 @@ void check(const Nccl& api, int result, const char* call) {
   throw NcclError(call, result, text != nullptr ? text : "");
 }
 
+void check_queued(const Nccl& api, int result, const char* call) {
+  if (result != kNcclInProgress) check(api, result, call);
+}
+
 Ranks ranks_of(const Nccl& api, ncclComm_t comm, int device) {
   Ranks r;
   int comm_device = -1;

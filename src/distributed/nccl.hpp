@@ -52,6 +52,9 @@ const Nccl& nccl();
 
 /// Throws NcclError naming `call` and NCCL's text for `result` unless it is ncclSuccess.
 void check(const Nccl& api, int result, const char* call);
+/// check for a call that queues work: ncclInProgress (a non-blocking communicator's call under way, finished by
+/// wait_for_queued or wait_for_stream) is not a failure either.
+void check_queued(const Nccl& api, int result, const char* call);
 
 /// A communicator's rank and size.
 struct Ranks {

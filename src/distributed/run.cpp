@@ -43,6 +43,7 @@ void einsum_distributed(const EinsumProgram& plan, const EinsumKernels& kernels,
     std::byte* gathered = owned.get() + layout.gathered;
     const Gather gather{output, gathered};
     all_gather(api, &gather, 1, static_cast<std::size_t>(out) * eb, comm, stream);
+    owned.queued("ncclAllGather");  // the merge reads what it gathers
     queue_merge_rows(kernels, gathered, rows, out, output, owned.get() + layout.ones, stream);
     owned.wait("ncclAllGather");
   }

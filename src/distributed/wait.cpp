@@ -33,7 +33,10 @@ double wait_limit_s(double option_s) {
   return seconds;
 }
 
-void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const char* what, double limit_s) {
+namespace {
+
+/// wait_for_stream's loop; without a stream (null `stream`), wait_for_queued's.
+void poll(const Nccl& api, ncclComm_t comm, const CUstream* stream, const char* what, double limit_s) {
   using Clock = std::chrono::steady_clock;
   // Capped at about 30 years, where the clock's count would otherwise overflow.
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -42,16 +45,9 @@ void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const ch
   // costs a waiting thread almost nothing and a finished run at most that much latency.
   std::chrono::microseconds pause(10);
   for (;;) {
-    const CUresult r = driver::api().cuStreamQuery(stream);
-    if (r == CUDA_SUCCESS) return;
-    if (r != CUDA_ERROR_NOT_READY) {
-      // The collective may be half done: NCCL's state is unknown, so the communicator goes too.
-      api.ncclCommAbort(comm);
-      driver::check(r, "cuStreamQuery");
-    }
     int async_error = kNcclSuccess;
     const int result = api.ncclCommGetAsyncError(comm, &async_error);
-    // ncclInProgress is a non-blocking communicator's operation under way, not a failure.
+    // ncclInProgress is a non-blocking communicator's call under way, not a failure.
     if (result != kNcclSuccess || (async_error != kNcclSuccess && async_error != kNcclInProgress)) {
       const int error = result != kNcclSuccess ? result : async_error;
       const char* text = api.ncclGetErrorString(error);
@@ -60,6 +56,17 @@ void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const ch
                       "; ncclCommGetAsyncError reported it while the run waited; the communicator was aborted "
                       "(ncclCommAbort) and cannot be used again");
     }
+    // Until NCCL has queued the call's work, an idle stream says nothing about it.
+    if (async_error == kNcclSuccess) {
+      if (stream == nullptr) return;
+      const CUresult r = driver::api().cuStreamQuery(*stream);
+      if (r == CUDA_SUCCESS) return;
+      if (r != CUDA_ERROR_NOT_READY) {
+        // The collective may be half done: NCCL's state is unknown, so the communicator goes too.
+        api.ncclCommAbort(comm);
+        driver::check(r, "cuStreamQuery");
+      }
+    }
     if (Clock::now() >= deadline) {
       api.ncclCommAbort(comm);
       throw NcclTimeout(what, limit_s);
@@ -67,6 +74,16 @@ void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const ch
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
+}
+
+}  // namespace
+
+void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const char* what, double limit_s) {
+  poll(api, comm, &stream, what, limit_s);
+}
+
+void wait_for_queued(const Nccl& api, ncclComm_t comm, const char* what, double limit_s) {
+  poll(api, comm, nullptr, what, limit_s);
 }
 
 RunWorkspace::RunWorkspace(const Nccl& api, ncclComm_t comm, CUstream stream, double limit_s, std::size_t bytes,
@@ -92,6 +109,15 @@ RunWorkspace::~RunWorkspace() {
 void RunWorkspace::wait(const char* what) {
   try {
     wait_for_stream(api_, comm_, stream_, what, limit_s_);
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+}
+
+void RunWorkspace::queued(const char* what) {
+  try {
+    wait_for_queued(api_, comm_, what, limit_s_);
   } catch (...) {
     failed_ = true;
     throw;

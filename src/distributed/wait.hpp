@@ -22,10 +22,17 @@ inline constexpr double kDefaultTimeoutS = 600;
 /// that is not a positive number.
 double wait_limit_s(double option_s);
 
-/// Returns once everything queued on stream is done, polling cuStreamQuery with a short backoff and
-/// ncclCommGetAsyncError each round; on NCCL's asynchronous error, a failing query, or after limit_s seconds it
-/// aborts comm (ncclCommAbort) and throws NcclError (NCCL's text), CudaError, or NcclTimeout naming `what`.
+/// Returns once comm has no call under way and everything queued on stream is done, polling
+/// ncclCommGetAsyncError and then (NCCL done) cuStreamQuery with a short backoff; on NCCL's asynchronous error, a
+/// failing query, or after limit_s seconds it aborts comm (ncclCommAbort) and throws NcclError (NCCL's text),
+/// CudaError, or NcclTimeout naming `what`.
 void wait_for_stream(const Nccl& api, ncclComm_t comm, CUstream stream, const char* what, double limit_s);
+
+/// Returns once comm has no call under way, polled and bounded as wait_for_stream is: a non-blocking
+/// communicator (ncclConfig_t::blocking = 0) answers a call with ncclInProgress while NCCL still has to queue its
+/// work (connect the ranks, for one), and nothing may go on the stream behind it until ncclCommGetAsyncError says
+/// ncclSuccess. A blocking communicator's call returns queued: one query.
+void wait_for_queued(const Nccl& api, ncclComm_t comm, const char* what, double limit_s);
 
 /// A distributed run's own device allocation and the bounded waits for the stream that uses it. On the way out
 /// (an exception's included) it waits for the stream the same bounded way, and frees the allocation only once
@@ -41,6 +48,8 @@ class RunWorkspace {
   std::byte* get() const { return reinterpret_cast<std::byte*>(ptr_); }
   /// wait_for_stream on the run's stream, `what` naming the collective or step waited for.
   void wait(const char* what);
+  /// wait_for_queued on the run's communicator: before work queued behind the collective `what`.
+  void queued(const char* what);
 
  private:
   const Nccl& api_;

@@ -31,6 +31,7 @@ inline void reset() { symbol<void (*)()>(kReset)(); }
 inline void set_comm(int rank, int size, int device) { symbol<void (*)(int, int, int)>(kSetComm)(rank, size, device); }
 inline void fail(const char* call, int result) { symbol<void (*)(const char*, int)>(kFail)(call, result); }
 inline void set_async_error(int result) { symbol<void (*)(int)>(kSetAsyncError)(result); }
+inline void set_in_progress(long rounds) { symbol<void (*)(long)>(kSetInProgress)(rounds); }
 inline long async_queries() { return symbol<long (*)()>(kAsyncQueries)(); }
 
 }  // namespace tropical::fake_nccl

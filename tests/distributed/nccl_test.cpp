@@ -1,7 +1,8 @@
 // NCCL opened at run time and called (src/distributed/nccl.cpp, collective.cpp) over tests/fake_nccl's
 // libnccl.so.2, named by $TROPICAL_NCCL_LIBRARY: the library found through it, a missing library or symbol
 // refused with a message naming it, every failing call's ncclResult_t and text in the error, the collectives'
-// arguments, and the communicator's device and ranks checked.
+// arguments, a call under way (a non-blocking communicator's ncclInProgress) taken as queued, and the
+// communicator's device and ranks checked.
 
 #include <gtest/gtest.h>
 
@@ -106,6 +107,24 @@ TEST_F(DistributedNccl, one_gather_goes_alone_and_two_in_one_group_of_bytes) {
             "ncclAllGather(send=16,recv=32,count=8,type=1,comm=4096,stream=8192);"
             "ncclAllGather(send=48,recv=64,count=8,type=1,comm=4096,stream=8192);"
             "ncclGroupEnd();");
+}
+
+TEST_F(DistributedNccl, a_collective_under_way_is_not_a_failure_but_nothing_else_passes) {
+  const distributed_detail::Nccl& api = distributed_detail::nccl();
+  EXPECT_NO_THROW(distributed_detail::check_queued(api, 7, "ncclAllReduce"));  // ncclInProgress
+  EXPECT_NO_THROW(distributed_detail::check_queued(api, 0, "ncclAllReduce"));
+  EXPECT_THROW(distributed_detail::check_queued(api, 6, "ncclAllReduce"), NcclError);
+  EXPECT_THROW(distributed_detail::check(api, 7, "ncclCommCount"), NcclError) << "only calls that queue work";
+  void* buffer = reinterpret_cast<void*>(std::uintptr_t{0x3000});
+  fake_nccl::fail("ncclAllReduce", 7);
+  EXPECT_NO_THROW(distributed_detail::all_reduce(api, {true, NcclType::kFloat32, NcclOp::kMax}, buffer, 6, comm(),
+                                                 stream()));
+  const auto at = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
+  const distributed_detail::Gather two[2] = {{at(0x10), at(0x20)}, {at(0x30), at(0x40)}};
+  fake_nccl::fail("ncclGroupEnd", 7);
+  EXPECT_NO_THROW(distributed_detail::all_gather(api, two, 2, 8, comm(), stream()));
+  fake_nccl::fail("ncclAllGather", 7);
+  EXPECT_NO_THROW(distributed_detail::all_gather(api, two, 1, 8, comm(), stream()));
 }
 
 TEST_F(DistributedNccl, a_gather_failing_inside_the_group_still_ends_it) {

@@ -1,8 +1,9 @@
 // A distributed run's bounded wait for its stream (src/distributed/wait.cpp) over tests/fake_cuda's libcuda.so.1
 // (a stream whose cuStreamQuery answers as the test says) and tests/fake_nccl's libnccl.so.2: a stream that
 // never completes times out after the limit, an asynchronous error of NCCL stops the wait with NCCL's text, and
-// both abort the communicator; a stream that completes returns without an abort. The limit's sources (the
-// option, $TROPICAL_NCCL_TIMEOUT_S, the default) are checked too.
+// both abort the communicator; a stream that completes returns without an abort. A non-blocking communicator's
+// call under way (ncclInProgress) is waited for before the stream says anything, and times out as a stream does.
+// The limit's sources (the option, $TROPICAL_NCCL_TIMEOUT_S, the default) are checked too.
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 namespace tropical {
 namespace {
 
+using distributed_detail::wait_for_queued;
 using distributed_detail::wait_for_stream;
 using distributed_detail::wait_limit_s;
 
@@ -102,12 +104,49 @@ TEST_F(DistributedWait, a_stream_that_completes_ends_the_wait_without_an_abort) 
   set_stream_query(5);
   EXPECT_NO_THROW(wait_for_stream(distributed_detail::nccl(), comm(), stream(), "ncclAllReduce", 30));
   EXPECT_EQ(stream_queries(), 6);
-  EXPECT_EQ(fake_nccl::async_queries(), 5);
+  EXPECT_EQ(fake_nccl::async_queries(), 6);
   EXPECT_EQ(fake_nccl::log(), "");
   set_stream_query(0);  // already done: one query
   EXPECT_NO_THROW(wait_for_stream(distributed_detail::nccl(), comm(), stream(), "ncclAllReduce", 0.1));
   EXPECT_EQ(stream_queries(), 1);
   EXPECT_EQ(fake_nccl::log(), "");
+}
+
+TEST_F(DistributedWait, a_call_under_way_is_waited_for_before_the_stream_is_asked) {
+  fake_nccl::set_in_progress(4);  // a non-blocking communicator still queuing the collective's work
+  set_stream_query(0);            // the stream is idle meanwhile: it has nothing of the collective yet
+  EXPECT_NO_THROW(wait_for_stream(distributed_detail::nccl(), comm(), stream(), "ncclAllReduce", 30));
+  EXPECT_EQ(fake_nccl::async_queries(), 5);
+  EXPECT_EQ(stream_queries(), 1) << "the stream was asked while NCCL's call was under way";
+  EXPECT_EQ(fake_nccl::log(), "");
+  fake_nccl::reset();
+  fake_nccl::set_in_progress(3);
+  EXPECT_NO_THROW(wait_for_queued(distributed_detail::nccl(), comm(), "ncclAllGather", 30));
+  EXPECT_EQ(fake_nccl::async_queries(), 4);
+  EXPECT_EQ(stream_queries(), 1) << "wait_for_queued asked the stream";
+  EXPECT_EQ(fake_nccl::log(), "");
+}
+
+TEST_F(DistributedWait, a_call_that_stays_under_way_times_out_and_aborts_the_communicator) {
+  for (const bool stream_too : {true, false}) {
+    fake_nccl::reset();
+    fake_nccl::set_in_progress(-1);  // a peer that never joins the connection a first collective makes
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      if (stream_too) {
+        wait_for_stream(distributed_detail::nccl(), comm(), stream(), "ncclAllReduce", 0.1);
+      } else {
+        wait_for_queued(distributed_detail::nccl(), comm(), "ncclAllReduce", 0.1);
+      }
+      ADD_FAILURE() << "the wait returned while NCCL's call was under way";
+    } catch (const NcclTimeout& e) {
+      EXPECT_EQ(e.call(), "ncclAllReduce");
+    }
+    const double took = seconds_since(start);
+    EXPECT_GE(took, 0.1);
+    EXPECT_LT(took, 5.0) << "the wait overran its limit";
+    EXPECT_EQ(fake_nccl::log(), "ncclCommAbort(4096);");
+  }
 }
 
 TEST_F(DistributedWait, the_limit_is_the_option_else_the_environment_else_600_seconds) {

@@ -16,6 +16,7 @@ struct State {
   int result = 0;
   int rank = 0, size = 1, device = 0;
   int async_error = 0;
+  long in_progress = 0;  // ncclCommGetAsyncError calls still to report ncclInProgress; -1: all
   long async_queries = 0;
 };
 
@@ -55,6 +56,10 @@ __attribute__((visibility("default"))) void tropical_fake_nccl_fail(const char* 
 
 __attribute__((visibility("default"))) void tropical_fake_nccl_set_async_error(int result) {
   state().async_error = result;
+}
+
+__attribute__((visibility("default"))) void tropical_fake_nccl_set_in_progress(long rounds) {
+  state().in_progress = rounds;
 }
 
 __attribute__((visibility("default"))) long tropical_fake_nccl_async_queries() { return state().async_queries; }
@@ -97,8 +102,14 @@ __attribute__((visibility("default"))) int ncclAllGather(const void* send, void*
 
 // Polled in a loop: counted, not logged.
 __attribute__((visibility("default"))) int ncclCommGetAsyncError(ncclComm_t, int* async_error) {
-  ++state().async_queries;
-  *async_error = state().async_error;
+  State& s = state();
+  ++s.async_queries;
+  if (s.in_progress != 0) {
+    if (s.in_progress > 0) --s.in_progress;
+    *async_error = 7;  // ncclInProgress
+    return 0;
+  }
+  *async_error = s.async_error;
   return 0;
 }
 

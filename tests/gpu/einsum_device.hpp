@@ -1,6 +1,6 @@
 #pragma once
 
-// What the GPU einsum tests share: a per-process temporary kernel cache and a network's operands on device 0.
+// What the GPU einsum tests share: a per-process temporary kernel cache and a network's operands on a device.
 
 #include <stdlib.h>
 
@@ -24,15 +24,15 @@ inline void use_temporary_cache(const char* prefix) {
   (void)done;
 }
 
-/// A network's operands copied to the device (an empty operand as one element), and their device pointers.
+/// A network's operands copied to device `device` (an empty operand as one element), and their device pointers.
 template <class T>
 struct DeviceOperands {
   std::vector<std::unique_ptr<DeviceBuffer<T>>> buffers;
   std::vector<const T*> pointers;
 
-  explicit DeviceOperands(const std::vector<std::vector<T>>& host) {
+  explicit DeviceOperands(const std::vector<std::vector<T>>& host, int device = 0) {
     for (const auto& x : host) {
-      buffers.push_back(std::make_unique<DeviceBuffer<T>>(x.empty() ? std::vector<T>(1) : x));
+      buffers.push_back(std::make_unique<DeviceBuffer<T>>(x.empty() ? std::vector<T>(1) : x, device));
       pointers.push_back(buffers.back()->get());
     }
   }

@@ -1,8 +1,10 @@
-"""One rank of test_distributed: joins a gloo process group through a file store, runs every case of cases()
-with tropical.distributed and pickles the results to OUT/rank-R.pickle. Also the cases' definitions, so that
-the test computes the single-process results of the same networks.
+"""One rank of test_distributed (gloo, NumPy operands on the CPU) or test_distributed_nccl (NCCL, the operands as
+CUDA tensors on the rank's GPU): joins a process group through a file store, runs every case of cases() with
+tropical.distributed and pickles the results (as NumPy) to OUT/rank-R.pickle; with NCCL, rank 0 also pickles one
+process's tropical.einsum, einsum_argmax and counting_einsum of every case on its GPU to OUT/single.pickle. Also
+the cases' definitions, so that the test computes the single-process results of the same networks.
 
-Usage: python3 distributed_worker.py RANK WORLD STORE_FILE OUT_DIR"""
+Usage: python3 distributed_worker.py RANK WORLD STORE_FILE OUT_DIR [gloo|nccl]"""
 
 import datetime
 import os
@@ -55,37 +57,77 @@ def cases():
     return found
 
 
+def _on_device(torch, args, device):
+    """args with every array (and (values, counts) pair of arrays) as a tensor on `device`."""
+    def move(x):
+        if isinstance(x, np.ndarray):
+            return torch.from_numpy(x).to(device)
+        if isinstance(x, tuple):
+            return tuple(move(y) for y in x)
+        return x
+    return [move(x) for x in args]
+
+
+def _as_numpy(x):
+    """A result (tensors, tuples, dicts of them) as NumPy, for pickling and comparing."""
+    if isinstance(x, tuple):
+        return tuple(_as_numpy(y) for y in x)
+    if isinstance(x, dict):
+        return {key: _as_numpy(value) for key, value in x.items()}
+    if type(x).__module__.startswith("torch"):
+        return x.cpu().numpy()
+    return x
+
+
+def _run(module, kind, args, kwargs, **more):
+    """One case through `module` (tropical.distributed, or tropical for one process)."""
+    if kind == "value":
+        return (module.contract if hasattr(module, "contract") else module.einsum)(*args, **kwargs, **more)
+    if kind == "argmax":
+        return (module.contract_argmax if hasattr(module, "contract_argmax") else module.einsum_argmax)(
+            *args, **kwargs, **more)
+    return (module.counting_contract if hasattr(module, "counting_contract") else module.counting_einsum)(
+        *args, **kwargs, **more)
+
+
 def main(argv):
     rank, world, store, out = int(argv[1]), int(argv[2]), argv[3], argv[4]
+    backend = argv[5] if len(argv) > 5 else "gloo"
     import torch
     import torch.distributed as dist
 
     import tropical
     import tropical.distributed as td
-    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=world,
+    device = None
+    if backend == "nccl":  # one GPU a rank
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
-    results = {}
+    prepare = (lambda args: _on_device(torch, args, device)) if device is not None else (lambda args: args)
+    results, single = {}, {}
     for name, kind, args, kwargs in cases():
-        if kind == "value":
-            results[name] = td.contract(*args, **kwargs)
-        elif kind == "argmax":
-            results[name] = td.contract_argmax(*args, **kwargs)
-        else:
-            results[name] = td.counting_contract(*args, **kwargs)
-    # CPU torch tensors in, torch tensors out (torch 1.13: contracted as NumPy views).
-    args, kwargs = cases()[0][2], cases()[0][3]
-    tensors = [torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in args]
-    value = td.contract(*tensors, **kwargs)
-    results["torch-operands"] = (type(value).__module__, value.numpy())
-    if world == 3:  # a group of ranks 1 and 2: its rank 0 (global rank 1) plans
+        results[name] = _as_numpy(_run(td, kind, prepare(args), kwargs))
+        if device is not None and rank == 0:
+            single[name] = _as_numpy(_run(tropical, kind, prepare(args), kwargs))
+    if device is None:  # CPU torch tensors in, torch tensors out (torch 1.13: contracted as NumPy views).
+        args, kwargs = cases()[0][2], cases()[0][3]
+        tensors = [torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in args]
+        value = td.contract(*tensors, **kwargs)
+        results["torch-operands"] = (type(value).__module__, value.numpy())
+    else:  # CUDA tensors in, CUDA tensors of this rank's device out
+        args, kwargs = cases()[0][2], cases()[0][3]
+        value = td.contract(*prepare(args), **kwargs)
+        results["torch-operands"] = (type(value).__module__, str(value.device), value.cpu().numpy())
+    if world >= 3:  # a group of ranks 1 and 2: its rank 0 (global rank 1) plans
         group = dist.new_group([1, 2])
         if rank in (1, 2):
             name, _, args, kwargs = [case for case in cases() if case[1] == "argmax"][0]
-            results["subgroup"] = (name, td.contract_argmax(*args, group=group, **kwargs))
+            results["subgroup"] = (name, _as_numpy(td.contract_argmax(*prepare(args), group=group, **kwargs)))
     # A plan rank 0 cannot make: every rank raises its error instead of waiting for a plan.
     vector = cases()[0][2][:-1] + [[0, 5]]
     try:
-        td.contract(*vector, memory_limit=2)
+        td.contract(*prepare(vector), memory_limit=2)
         results["planning-error"] = None
     except tropical.InvalidArgument as error:
         results["planning-error"] = str(error)
@@ -93,6 +135,9 @@ def main(argv):
     dist.destroy_process_group()
     with open(os.path.join(out, f"rank-{rank}.pickle"), "wb") as f:
         pickle.dump(results, f)
+    if single:
+        with open(os.path.join(out, "single.pickle"), "wb") as f:
+            pickle.dump(single, f)
     return 0
 
 

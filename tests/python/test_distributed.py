@@ -2,7 +2,8 @@
 sliced networks (every semiring, argmax and counting, scalar and vector outputs, and an unsliced one that
 leaves ranks without slices; with 3, also a group of ranks 1 and 2) and every rank's result must have the same
 bits as one process's tropical.einsum, einsum_argmax and counting_einsum; a planning error reaches every rank.
-Skipped without torch, torch.distributed or gloo."""
+The same over NCCL with 1, 2 and 4 processes, one GPU each, the operands CUDA tensors, against one process's
+results on a GPU (skipped where the machine has fewer GPUs). Skipped without torch, torch.distributed or gloo."""
 
 import os
 import pickle
@@ -54,8 +55,8 @@ def _same(got, want, where):
         assert type(got) is type(want) and got == want, f"{where}: {got!r} vs {want!r}"
 
 
-def _run_group(world, tmp_path):
-    """Every rank's pickled results of a group of `world` processes."""
+def _run_group(world, tmp_path, backend="gloo"):
+    """Every rank's pickled results of a group of `world` processes over `backend`."""
     env = dict(os.environ)
     env["TROPICAL_CACHE_DIR"] = str(tmp_path / "cache")
     env["TROPICAL_CACHE_LAYERS"] = ""
@@ -64,7 +65,8 @@ def _run_group(world, tmp_path):
     env["OMP_NUM_THREADS"] = "1"  # several ranks share a small machine
     store = tmp_path / "store"
     worker = os.path.join(HERE, "distributed_worker.py")
-    procs = [subprocess.Popen([sys.executable, worker, str(rank), str(world), str(store), str(tmp_path)], env=env,
+    procs = [subprocess.Popen([sys.executable, worker, str(rank), str(world), str(store), str(tmp_path), backend],
+                              env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for rank in range(world)]
     logs = []
@@ -106,6 +108,36 @@ def test_same_bits_as_one_process(world, tmp_path):
             name, got = results[rank]["subgroup"]
             _same(got, _single("argmax", *[case[2:] for case in cases if case[0] == name][0]),
                   f"{name} on rank {rank} of the group of ranks 1 and 2")
+
+
+def _gpus():
+    """GPUs a group over NCCL can use here (0 without CUDA or NCCL)."""
+    try:
+        return torch.cuda.device_count() if torch.distributed.is_nccl_available() else 0
+    except (AttributeError, RuntimeError):
+        return 0
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_nccl_same_bits_as_one_process_on_a_gpu(world, tmp_path):
+    if _gpus() < world:
+        pytest.skip(f"needs {world} GPU(s) and torch.distributed's NCCL backend; {_gpus()} here")
+    results = _run_group(world, tmp_path, "nccl")
+    with open(tmp_path / "single.pickle", "rb") as f:
+        single = pickle.load(f)
+    cases = distributed_worker.cases()
+    for name, _, _, _ in cases:
+        for rank, found in enumerate(results):
+            _same(found[name], single[name], f"{name} on rank {rank} of {world} GPUs")
+    for rank, found in enumerate(results):
+        module, device, value = found["torch-operands"]
+        assert module.startswith("torch") and device == f"cuda:{rank}", (module, device)
+        _same(value, single[cases[0][0]], f"torch operands on rank {rank} of {world} GPUs")
+        assert "smaller than the output" in (found["planning-error"] or ""), f"rank {rank} of {world}"
+    if world >= 3:
+        for rank in (1, 2):
+            name, got = results[rank]["subgroup"]
+            _same(got, single[name], f"{name} on rank {rank} of the group of ranks 1 and 2")
 
 
 def test_needs_a_process_group():
