@@ -48,6 +48,8 @@ std::int64_t slots(CUfunction function, int device, const jit::LaunchShape& laun
 }
 
 std::atomic<std::uint64_t> g_split_launches{0};
+std::atomic<std::int64_t> g_last_whole_rows{0};
+std::atomic<int> g_last_parts{0};
 
 /// The library's own stream-ordered pool for split workspaces on `device`, which keeps up to kMaxSplitWorkBytes
 /// reserved between calls (the device's default pool, whose release threshold is 0 unless its owner set one,
@@ -110,6 +112,10 @@ SplitPlan plan_split(const SplitShape& s) {
 
 std::uint64_t split_launches() { return g_split_launches.load(std::memory_order_relaxed); }
 
+SplitPlan last_split_plan() {
+  return {g_last_whole_rows.load(std::memory_order_relaxed), g_last_parts.load(std::memory_order_relaxed)};
+}
+
 std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s) {
   const std::int64_t split_tiles = (s.tile_rows - plan.whole_rows) * s.tile_cols;
   const std::int64_t tickets = ceil_div(split_tiles * 4, kTicketAlign) * kTicketAlign;
@@ -167,6 +173,8 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
                     Grid{served.grid.x, static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts), 1},
                     split->launch, stream, pointers.data(), plan.whole_rows > 0 && shape.overlap);
     jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
+    g_last_whole_rows.store(plan.whole_rows, std::memory_order_relaxed);
+    g_last_parts.store(plan.parts, std::memory_order_relaxed);
     g_split_launches.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     api.cuMemFreeAsync(work, stream);

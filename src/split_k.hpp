@@ -45,6 +45,8 @@ std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s);
 
 /// Split launches made in this process (for tests: whether a product was split).
 std::uint64_t split_launches();
+/// The plan of the last split launch in this process (for tests: which of its two paths it took).
+SplitPlan last_split_plan();
 
 /// Launches a tuned gemm `served` (its argument struct `args`) split by its plan: the kernel on the whole rows,
 /// then <name>_split on the others as its programmatic dependent, the workspace stream-ordered around them.
