@@ -79,17 +79,6 @@ def _as_numpy(x):
     return x
 
 
-def _run(module, kind, args, kwargs, **more):
-    """One case through `module` (tropical.distributed, or tropical for one process)."""
-    if kind == "value":
-        return (module.contract if hasattr(module, "contract") else module.einsum)(*args, **kwargs, **more)
-    if kind == "argmax":
-        return (module.contract_argmax if hasattr(module, "contract_argmax") else module.einsum_argmax)(
-            *args, **kwargs, **more)
-    return (module.counting_contract if hasattr(module, "counting_contract") else module.counting_einsum)(
-        *args, **kwargs, **more)
-
-
 def main(argv):
     rank, world, store, out = int(argv[1]), int(argv[2]), argv[3], argv[4]
     backend = argv[5] if len(argv) > 5 else "gloo"
@@ -105,11 +94,13 @@ def main(argv):
     dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
     prepare = (lambda args: _on_device(torch, args, device)) if device is not None else (lambda args: args)
+    spread = {"value": td.contract, "argmax": td.contract_argmax, "counting": td.counting_contract}
+    alone = {"value": tropical.einsum, "argmax": tropical.einsum_argmax, "counting": tropical.counting_einsum}
     results, single = {}, {}
     for name, kind, args, kwargs in cases():
-        results[name] = _as_numpy(_run(td, kind, prepare(args), kwargs))
+        results[name] = _as_numpy(spread[kind](*prepare(args), **kwargs))
         if device is not None and rank == 0:
-            single[name] = _as_numpy(_run(tropical, kind, prepare(args), kwargs))
+            single[name] = _as_numpy(alone[kind](*prepare(args), **kwargs))
     if device is None:  # CPU torch tensors in, torch tensors out (torch 1.13: contracted as NumPy views).
         args, kwargs = cases()[0][2], cases()[0][3]
         tensors = [torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in args]
