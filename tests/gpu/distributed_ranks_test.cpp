@@ -146,12 +146,8 @@ void for_random_plans(unsigned seed, int each,
     SCOPED_TRACE(einsum_test::describe(net));
     const Operands operands = make(net, rng);
     for (std::int64_t limit : {0, 1, 2}) {
-      std::unique_ptr<EinsumPlan> plan;
-      try {
-        plan = std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
-      } catch (const InvalidArgument&) {
-        continue;  // the limit cannot be met
-      }
+      const std::unique_ptr<EinsumPlan> plan = einsum_test::plan_under(net, limit);
+      if (plan == nullptr) continue;  // the limit cannot be met
       const bool more = plan->info().slices > size, fewer = plan->info().slices < size;
       if ((more && more_slices >= each) || (fewer && fewer_slices >= each)) continue;
       more_slices += more;
@@ -163,15 +159,19 @@ void for_random_plans(unsigned seed, int each,
   EXPECT_GE(fewer_slices, each) << "plans leaving ranks without slices";
 }
 
+/// Random operands of S over T for a network.
+template <class S, class T>
+std::vector<std::vector<T>> random_host_operands(const einsum_test::Net& net, std::mt19937& rng) {
+  return einsum_test::random_operands<S, T>(net, rng);
+}
+
 template <class S, class T>
 void values_match(unsigned seed) {
   using Host = std::vector<std::vector<T>>;
   for_random_plans<Host>(
-      seed, 12,
-      [](const einsum_test::Net& net, std::mt19937& rng) { return einsum_test::random_operands<S, T>(net, rng); },
+      seed, 12, random_host_operands<S, T>,
       [](const EinsumPlan& plan, const Host& operands, std::int64_t limit) {
-        std::vector<const T*> pointers;
-        for (const auto& x : operands) pointers.push_back(x.data());
+        const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
         const auto out = static_cast<std::size_t>(plan.output_size());
         std::vector<T> want(out);
         einsum_host<S, T>(plan, pointers, want.data());
@@ -207,11 +207,9 @@ template <class S, class T>
 void argmax_matches(unsigned seed) {
   using Host = std::vector<std::vector<T>>;
   for_random_plans<Host>(
-      seed, 12,
-      [](const einsum_test::Net& net, std::mt19937& rng) { return einsum_test::random_operands<S, T>(net, rng); },
+      seed, 12, random_host_operands<S, T>,
       [](const EinsumPlan& plan, const Host& operands, std::int64_t limit) {
-        std::vector<const T*> pointers;
-        for (const auto& x : operands) pointers.push_back(x.data());
+        const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
         const auto out = static_cast<std::size_t>(plan.output_size());
         std::vector<T> want(out);
         std::vector<std::int64_t> want_assignment(plan.reduced_labels().size() * out);

@@ -81,8 +81,7 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 template <class S, class T>
 std::vector<T> on_host(const EinsumPlan& plan, const std::vector<std::vector<T>>& operands) {
-  std::vector<const T*> pointers;
-  for (const auto& x : operands) pointers.push_back(x.data());
+  const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
   std::vector<T> out(static_cast<std::size_t>(plan.output_size()));
   einsum_host<S, T>(plan, pointers, out.data());
   return out;
@@ -133,12 +132,8 @@ void random_networks_match(unsigned seed) {
     SCOPED_TRACE(einsum_test::describe(net));
     const auto operands = einsum_test::random_operands<S, T>(net, rng);
     for (std::int64_t limit : {0, 1, 2}) {
-      std::unique_ptr<EinsumPlan> plan;
-      try {
-        plan = std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
-      } catch (const InvalidArgument&) {
-        continue;  // the limit cannot be met
-      }
+      const std::unique_ptr<EinsumPlan> plan = einsum_test::plan_under(net, limit);
+      if (plan == nullptr) continue;  // the limit cannot be met
       sliced += plan->info().slices > 1;
       const std::vector<T> want = on_host<S, T>(*plan, operands);
       for (int size = 1; size <= 4; ++size) {
@@ -206,15 +201,10 @@ void random_networks_argmax_match(unsigned seed) {
     SCOPED_TRACE(einsum_test::describe(net));
     const auto operands = einsum_test::random_operands<S, T>(net, rng);
     for (std::int64_t limit : {0, 1, 2}) {
-      std::unique_ptr<EinsumPlan> plan;
-      try {
-        plan = std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
-      } catch (const InvalidArgument&) {
-        continue;
-      }
+      const std::unique_ptr<EinsumPlan> plan = einsum_test::plan_under(net, limit);
+      if (plan == nullptr) continue;  // the limit cannot be met
       const auto out = static_cast<std::size_t>(plan->output_size());
-      std::vector<const T*> pointers;
-      for (const auto& x : operands) pointers.push_back(x.data());
+      const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
       std::vector<T> want(out);
       std::vector<std::int64_t> want_assignment(plan->reduced_labels().size() * out);
       einsum_argmax_host<S, T>(*plan, pointers, want.data(), want_assignment.data());
@@ -280,12 +270,8 @@ void random_networks_count_as_the_host(unsigned seed) {
     SCOPED_TRACE(einsum_test::describe(net));
     const Pairs<T> p = random_pairs<T>(net, rng);
     for (std::int64_t limit : {0, 1, 2}) {
-      std::unique_ptr<EinsumPlan> plan;
-      try {
-        plan = std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
-      } catch (const InvalidArgument&) {
-        continue;
-      }
+      const std::unique_ptr<EinsumPlan> plan = einsum_test::plan_under(net, limit);
+      if (plan == nullptr) continue;  // the limit cannot be met
       sliced += plan->info().slices > 1;
       const auto out = static_cast<std::size_t>(plan->output_size());
       std::vector<const T*> hv, hc;

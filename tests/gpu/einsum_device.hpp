@@ -1,6 +1,7 @@
 #pragma once
 
-// What the GPU einsum tests share: a per-process temporary kernel cache and a network's operands on a device.
+// What the GPU einsum tests share: a per-process temporary kernel cache, a network's operands on a device and its
+// plan under a memory limit.
 
 #include <stdlib.h>
 
@@ -9,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../einsum/random_networks.hpp"
 #include "tropical/device_buffer.hpp"
+#include "tropical/einsum.hpp"
+#include "tropical/error.hpp"
 
 namespace tropical::einsum_test {
 
@@ -37,5 +41,22 @@ struct DeviceOperands {
     }
   }
 };
+
+/// net's plan under memory limit `limit` (0: none), or null where the limit cannot be met.
+inline std::unique_ptr<EinsumPlan> plan_under(const Net& net, std::int64_t limit) {
+  try {
+    return std::make_unique<EinsumPlan>(net.inputs, net.output, net.shapes(), EinsumOptions{{}, limit});
+  } catch (const InvalidArgument&) {
+    return nullptr;
+  }
+}
+
+/// Pointers to each of a network's host operands.
+template <class T>
+std::vector<const T*> host_pointers(const std::vector<std::vector<T>>& operands) {
+  std::vector<const T*> pointers;
+  for (const auto& x : operands) pointers.push_back(x.data());
+  return pointers;
+}
 
 }  // namespace tropical::einsum_test
