@@ -48,8 +48,7 @@ std::int64_t slots(CUfunction function, int device, const jit::LaunchShape& laun
 }
 
 std::atomic<std::uint64_t> g_split_launches{0};
-std::atomic<std::int64_t> g_last_whole_rows{0};
-std::atomic<int> g_last_parts{0};
+std::atomic<std::uint64_t> g_last_plan{0};  // whole_rows << 8 | parts: one load reads one launch's plan
 
 /// The library's own stream-ordered pool for split workspaces on `device`, which keeps up to kMaxSplitWorkBytes
 /// reserved between calls (the device's default pool, whose release threshold is 0 unless its owner set one,
@@ -113,7 +112,8 @@ SplitPlan plan_split(const SplitShape& s) {
 std::uint64_t split_launches() { return g_split_launches.load(std::memory_order_relaxed); }
 
 SplitPlan last_split_plan() {
-  return {g_last_whole_rows.load(std::memory_order_relaxed), g_last_parts.load(std::memory_order_relaxed)};
+  const std::uint64_t packed = g_last_plan.load(std::memory_order_relaxed);
+  return {static_cast<std::int64_t>(packed >> 8), static_cast<int>(packed & 0xff)};
 }
 
 std::size_t split_work_bytes(const SplitPlan& plan, const SplitShape& s) {
@@ -173,8 +173,9 @@ bool launch_gemm_split(catalog::KernelId id, const Served& served, int device, c
                     Grid{served.grid.x, static_cast<unsigned>((shape.tile_rows - plan.whole_rows) * plan.parts), 1},
                     split->launch, stream, pointers.data(), plan.whole_rows > 0 && shape.overlap);
     jit::driver::check(api.cuMemFreeAsync(work, stream), "cuMemFreeAsync");
-    g_last_whole_rows.store(plan.whole_rows, std::memory_order_relaxed);
-    g_last_parts.store(plan.parts, std::memory_order_relaxed);
+    static_assert(kMaxSplitParts < 256, "parts fit the packed plan's low byte");
+    g_last_plan.store(static_cast<std::uint64_t>(plan.whole_rows) << 8 | static_cast<std::uint64_t>(plan.parts),
+                      std::memory_order_relaxed);
     g_split_launches.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     api.cuMemFreeAsync(work, stream);

@@ -39,7 +39,8 @@ typedef struct ncclComm* ncclComm_t;
 ///   is freed then), so it is refused under stream capture.
 /// - Every wait for work that includes a collective is bounded (DistributedOptions::timeout_s): a peer that never
 ///   joins (it threw, it crashed) or NCCL's asynchronous error aborts the communicator (ncclCommAbort, which
-///   leaves it unusable) and throws NcclTimeout or NcclError instead of hanging the program. That holds for
+///   frees it: never pass it to NCCL again, not even to destroy it) and throws NcclTimeout or NcclError instead
+///   of hanging the program; after any NcclError from a run, treat the communicator as aborted. That holds for
 ///   everything of a non-blocking communicator's; a blocking communicator's calls may themselves block before they
 ///   return (NCCL 2.22 and later connect the ranks on their first collective unless NCCL_RUNTIME_CONNECT=0, and
 ///   that waits for every peer), where no limit of the library's reaches: with peers that may never join, use a

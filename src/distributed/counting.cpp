@@ -13,6 +13,7 @@
 #include "layout.hpp"
 #include "merge.hpp"
 #include "nccl.hpp"
+#include "start.hpp"
 #include "wait.hpp"
 #include "tropical/error.hpp"
 #include "tropical/jit/driver.hpp"
@@ -44,7 +45,7 @@ void einsum_distributed_counting(const EinsumProgram& plan, std::size_t element_
   devices.add(out_counts, out_bytes, "the einsum out_counts");
   const int device = devices.device(stream);
   const Nccl& api = nccl();
-  const Ranks ranks = ranks_of(api, comm, device);
+  const Ranks ranks = ready_ranks(api, comm, device, limit_s);
   const std::int64_t rows = holders(plan.info.slices, ranks.size);
   const Layout layout(counting_bytes(plan.program, out, element_bytes), 2, rows, out, ranks.size, element_bytes);
   driver::ScopedContext context(device);

@@ -16,9 +16,14 @@ Start start(const detail::EinsumProgram& plan, std::span<const void* const> oper
   devices.add(output, static_cast<std::size_t>(plan.output_size) * element_bytes, "the einsum output");
   const int device = devices.device(stream);
   const Nccl& api = nccl();
-  // A non-blocking communicator may still be initializing, or finishing the caller's last call.
+  return Start{limit_s, device, &api, ready_ranks(api, comm, device, limit_s)};
+}
+
+Ranks ready_ranks(const Nccl& api, ncclComm_t comm, int device, double limit_s) {
+  // A non-blocking communicator may still be initializing, or finishing the caller's last call: NCCL refuses
+  // every call on it until then.
   wait_for_queued(api, comm, "the communicator's call before the run", limit_s);
-  return Start{limit_s, device, &api, ranks_of(api, comm, device)};
+  return ranks_of(api, comm, device);
 }
 
 }  // namespace tropical::distributed_detail

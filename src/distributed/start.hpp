@@ -28,4 +28,8 @@ struct Start {
 Start start(const detail::EinsumProgram& plan, std::span<const void* const> operands, const void* output,
             std::size_t element_bytes, ncclComm_t comm, CUstream stream, const DistributedOptions& options);
 
+/// ranks_of(api, comm, device) once comm has no call under way (a non-blocking communicator still initializing,
+/// or finishing the caller's last call; wait_for_queued, bounded by limit_s).
+Ranks ready_ranks(const Nccl& api, ncclComm_t comm, int device, double limit_s);
+
 }  // namespace tropical::distributed_detail

@@ -1,7 +1,8 @@
 // A distributed run's refusals (src/distributed/run.cpp, counting.cpp) over tests/fake_cuda's libcuda.so.1 and
 // tests/fake_nccl's libnccl.so.2: a null communicator, a null or off-device pointer is refused before NCCL is
 // asked anything; a run whose arguments pass asks NCCL for the communicator's device, rank and size, and stops
-// at the fake driver's first context call, with no collective queued; without NCCL (meson test
+// at the fake driver's first context call, with no collective queued; a non-blocking communicator still under
+// way is waited for (bounded) before it is asked anything, by every kind of run; without NCCL (meson test
 // distributed_without_nccl) such a run is Unavailable, naming the library.
 
 #include <dlfcn.h>
@@ -160,6 +161,33 @@ TEST_F(DistributedChecks, a_communicator_of_another_device_is_refused_after_aski
     EXPECT_PRED2(says, e.what(), "the NCCL communicator is on device 1");
   }
   EXPECT_EQ(fake_nccl::log(), "ncclCommCuDevice(4096);");
+}
+
+TEST_F(DistributedChecks, a_communicator_still_under_way_is_waited_for_before_it_is_asked_anything) {
+  if (without_nccl()) GTEST_SKIP() << "the fake libnccl's log is not there";
+  const EinsumPlan plan("ij,jk,kl->il", kShapes, {{}, 1000});
+  const std::vector<const float*> good = {at(kFirst), at(kFirst + 4096), at(kFirst + 16384)};
+  std::int64_t assignment[4000];
+  const DistributedOptions soon{.timeout_s = 0.05};
+  const std::function<void()> runs[] = {
+      [&] { einsum_distributed<MaxPlus, float>(plan, good, at(kSecond), comm(), nullptr, soon); },
+      [&] { einsum_distributed_argmax<MaxPlus, float>(plan, good, at(kSecond), assignment, comm(), nullptr, soon); },
+      [&] { einsum_distributed_counting<float>(plan, good, good, at(kSecond), at(kThird), comm(), nullptr, soon); }};
+  for (const auto& run : runs) {
+    fake_nccl::reset();
+    fake_nccl::set_in_progress(3);  // initializing: ready after three queries
+    EXPECT_TRUE(asked_nccl_then_reached_the_driver(run));
+    EXPECT_GE(fake_nccl::async_queries(), 4);
+    fake_nccl::reset();
+    fake_nccl::set_in_progress(-1);  // never ready: the run times out having asked it nothing else
+    try {
+      run();
+      ADD_FAILURE() << "ran on a communicator still under way";
+    } catch (const NcclTimeout& e) {
+      EXPECT_PRED2(says, e.what(), "the communicator's call before the run");
+    }
+    EXPECT_EQ(fake_nccl::log(), "ncclCommAbort(4096);");
+  }
 }
 
 TEST_F(DistributedChecks, without_nccl_a_run_whose_arguments_pass_is_unavailable_naming_the_library) {

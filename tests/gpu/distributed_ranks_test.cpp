@@ -10,12 +10,14 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,11 +96,15 @@ std::vector<std::pair<const char*, const std::vector<ncclComm_t>*>> communicator
   return {{"blocking", &ranks().blocking}, {"non-blocking", &ranks().nonblocking}};
 }
 
+/// A run failed: its communicator may be aborted (freed), so nothing runs on these communicators again.
+std::atomic<bool> g_aborted{false};
+
 class GpuDistributedRanks : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!drv::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
     if (ranks().blocking.empty()) GTEST_SKIP() << ranks().why;
+    if (g_aborted) GTEST_FAIL() << "an earlier run failed and may have aborted the communicators";
     einsum_test::use_temporary_cache("tropical-distributed-ranks");
   }
 };
@@ -107,8 +113,10 @@ class GpuDistributedRanks : public ::testing::Test {
 /// hanging the suite.
 const DistributedOptions kOptions{.timeout_s = 120};
 
-/// run(rank) on one thread a rank, together; the first rank's exception, rethrown.
+/// run(rank) on one thread a rank, together; the first rank's exception, rethrown (and every later run refused:
+/// the failed run may have aborted a communicator).
 void on_every_rank(const std::function<void(int)>& run) {
+  if (g_aborted) throw std::runtime_error("an earlier run failed and may have aborted the communicators");
   const int size = static_cast<int>(ranks().blocking.size());
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(size));
   std::vector<std::thread> threads;
@@ -118,6 +126,7 @@ void on_every_rank(const std::function<void(int)>& run) {
         run(rank);
       } catch (...) {
         errors[static_cast<std::size_t>(rank)] = std::current_exception();
+        g_aborted = true;
       }
     });
   }

@@ -79,9 +79,10 @@ pid_t spawn_peer(const UniqueId& id) {
     const auto comma = list.find(',');
     second = comma == std::string::npos ? list : list.substr(comma + 1, list.find(',', comma + 1) - comma - 1);
   }
-  std::vector<std::string> env;
+  std::vector<std::string> env;  // gtest's sharding and output settings are this run's, not the peer's
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string(*e).rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) env.emplace_back(*e);
+    const std::string entry = *e;
+    if (entry.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0 && entry.rfind("GTEST_", 0) != 0) env.push_back(entry);
   }
   env.push_back(std::string(kPeerVariable) + "=" + hex(id));
   env.push_back("CUDA_VISIBLE_DEVICES=" + second);
@@ -92,6 +93,22 @@ pid_t spawn_peer(const UniqueId& id) {
   if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
   return pid;
 }
+
+/// The peer process, killed and reaped however the test ends.
+struct Peer {
+  pid_t pid = -1;
+  ~Peer() { stop(); }
+  /// Kills and reaps it; its wait status (-1 where there is none).
+  int stop() {
+    int status = -1;
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      pid = -1;
+    }
+    return status;
+  }
+};
 
 TEST(GpuDistributedTimeout, a_rank_whose_peer_never_joins_times_out_and_aborts_the_communicator) {
   if (!drv::available()) GTEST_SKIP() << "no CUDA device: GPU tests need a GPU and its driver";
@@ -104,14 +121,13 @@ TEST(GpuDistributedTimeout, a_rank_whose_peer_never_joins_times_out_and_aborts_t
   ASSERT_NE(get_id, nullptr);
   UniqueId id{};
   ASSERT_EQ(get_id(&id), 0) << "ncclGetUniqueId failed";
-  const pid_t peer = spawn_peer(id);
-  ASSERT_GT(peer, 0) << "the peer process did not start";
+  Peer peer{spawn_peer(id)};
+  ASSERT_GT(peer.pid, 0) << "the peer process did not start";
   ncclComm_t comm = nullptr;
   {
     drv::ScopedContext context(0);  // NCCL's device: the current context's
     comm = nccl_test::init_nonblocking(nccl, 2, id, 0);  // ready once the peer has joined too
   }
-  if (comm == nullptr) kill(peer, SIGKILL);
   ASSERT_NE(comm, nullptr) << "rank 0's non-blocking ncclCommInitRankConfig failed";
 
   const EinsumPlan plan("ij,jk->ik", {{2, 2}, {2, 2}});
@@ -129,9 +145,7 @@ TEST(GpuDistributedTimeout, a_rank_whose_peer_never_joins_times_out_and_aborts_t
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(took, 2);
   EXPECT_LT(took, 60) << "the wait overran its limit";
-  kill(peer, SIGKILL);
-  int status = 0;
-  waitpid(peer, &status, 0);
+  const int status = peer.stop();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the peer exited by itself: " << status;
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstring>
 #include <thread>
 
 #include "tropical/distributed.hpp"
@@ -24,16 +25,28 @@ struct UniqueId {
 /// The fields of nccl.h's ncclConfig_t up to splitShare (NCCL 2.18), which NCCL reads by `size` and `version`
 /// from a config of an older layout.
 struct Config {
-  std::size_t size = sizeof(Config);
-  unsigned int magic = 0xcafebeef;
-  unsigned int version = 21800;  // NCCL_VERSION(2, 18, 0)
-  int blocking = INT_MIN;        // NCCL_CONFIG_UNDEF_INT: NCCL's default
-  int cga_cluster_size = INT_MIN;
-  int min_ctas = INT_MIN;
-  int max_ctas = INT_MIN;
-  const char* net_name = nullptr;
-  int split_share = INT_MIN;
+  std::size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+  int cga_cluster_size;
+  int min_ctas;
+  int max_ctas;
+  const char* net_name;
+  int split_share;
 };
+
+/// NCCL_CONFIG_INITIALIZER's values (every setting NCCL's default), padding zeroed.
+inline Config default_config() {
+  Config c;
+  std::memset(&c, 0, sizeof c);
+  c.size = sizeof c;
+  c.magic = 0xcafebeef;
+  c.version = 21800;  // NCCL_VERSION(2, 18, 0)
+  c.blocking = c.cga_cluster_size = c.min_ctas = c.max_ctas = c.split_share = INT_MIN;  // NCCL_CONFIG_UNDEF_INT
+  c.net_name = nullptr;
+  return c;
+}
 
 inline constexpr int kInProgress = 7;  // ncclInProgress
 
@@ -56,7 +69,7 @@ inline ncclComm_t init_nonblocking(void* nccl, int size, const UniqueId& id, int
   const auto init = symbol<InitConfig>(nccl, "ncclCommInitRankConfig");
   const auto async_error = symbol<AsyncError>(nccl, "ncclCommGetAsyncError");
   if (init == nullptr || async_error == nullptr) return nullptr;
-  Config config;
+  Config config = default_config();
   config.blocking = 0;
   ncclComm_t comm = nullptr;
   const int started = init(&comm, size, id, rank, &config);
@@ -66,7 +79,10 @@ inline ncclComm_t init_nonblocking(void* nccl, int size, const UniqueId& id, int
   while (async_error(comm, &state) == 0 && state == kInProgress && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return state == 0 ? comm : nullptr;
+  if (state == 0) return comm;
+  using Abort = int (*)(ncclComm_t);
+  if (const auto abort = symbol<Abort>(nccl, "ncclCommAbort"); abort != nullptr && comm != nullptr) abort(comm);
+  return nullptr;
 }
 
 }  // namespace tropical::nccl_test
