@@ -106,18 +106,13 @@ RunWorkspace::~RunWorkspace() {
   if (!failed_) detail::device_free(ptr_, device_);
 }
 
-void RunWorkspace::wait(const char* what) {
-  try {
-    wait_for_stream(api_, comm_, stream_, what, limit_s_);
-  } catch (...) {
-    failed_ = true;
-    throw;
-  }
-}
+void RunWorkspace::wait(const char* what) { watch(what, true); }
 
-void RunWorkspace::queued(const char* what) {
+void RunWorkspace::queued(const char* what) { watch(what, false); }
+
+void RunWorkspace::watch(const char* what, bool stream_too) {
   try {
-    wait_for_queued(api_, comm_, what, limit_s_);
+    poll(api_, comm_, stream_too ? &stream_ : nullptr, what, limit_s_);
   } catch (...) {
     failed_ = true;
     throw;

@@ -52,6 +52,9 @@ class RunWorkspace {
   void queued(const char* what);
 
  private:
+  /// wait (stream_too) or queued, marking the workspace failed where the wait throws.
+  void watch(const char* what, bool stream_too);
+
   const Nccl& api_;
   ncclComm_t comm_;
   CUstream stream_;

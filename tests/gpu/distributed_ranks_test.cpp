@@ -5,9 +5,7 @@
 // einsum_distributed_counting give every rank the host run's bits, on sliced networks with more slices than ranks
 // and on networks with fewer (ranks without slices). Skipped without two GPUs, or without libnccl.so.2
 // ($TROPICAL_NCCL_LIBRARY, else the loader's path).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -168,17 +166,11 @@ void for_random_plans(unsigned seed, int each,
   EXPECT_GE(fewer_slices, each) << "plans leaving ranks without slices";
 }
 
-/// Random operands of S over T for a network.
-template <class S, class T>
-std::vector<std::vector<T>> random_host_operands(const einsum_test::Net& net, std::mt19937& rng) {
-  return einsum_test::random_operands<S, T>(net, rng);
-}
-
 template <class S, class T>
 void values_match(unsigned seed) {
   using Host = std::vector<std::vector<T>>;
   for_random_plans<Host>(
-      seed, 12, random_host_operands<S, T>,
+      seed, 12, einsum_test::random_operands<S, T>,
       [](const EinsumPlan& plan, const Host& operands, std::int64_t limit) {
         const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
         const auto out = static_cast<std::size_t>(plan.output_size());
@@ -216,7 +208,7 @@ template <class S, class T>
 void argmax_matches(unsigned seed) {
   using Host = std::vector<std::vector<T>>;
   for_random_plans<Host>(
-      seed, 12, random_host_operands<S, T>,
+      seed, 12, einsum_test::random_operands<S, T>,
       [](const EinsumPlan& plan, const Host& operands, std::int64_t limit) {
         const std::vector<const T*> pointers = einsum_test::host_pointers(operands);
         const auto out = static_cast<std::size_t>(plan.output_size());
@@ -254,16 +246,12 @@ template <class T>
 void counts_match(unsigned seed) {
   using Pairs = einsum_test::Pairs<T>;
   for_random_plans<Pairs>(
-      seed, 12, [](const einsum_test::Net& net, std::mt19937& rng) { return einsum_test::random_pairs<T>(net, rng); },
+      seed, 12, einsum_test::random_pairs<T>,
       [](const EinsumPlan& plan, const Pairs& p, std::int64_t limit) {
         const auto out = static_cast<std::size_t>(plan.output_size());
-        std::vector<const T*> hv, hc;
-        for (std::size_t i = 0; i < p.values.size(); ++i) {
-          hv.push_back(p.values[i].data());
-          hc.push_back(p.counts[i].data());
-        }
         std::vector<T> want_v(out), want_c(out);
-        einsum_counting_host<T>(plan, hv, hc, want_v.data(), want_c.data());
+        einsum_counting_host<T>(plan, einsum_test::host_pointers(p.values), einsum_test::host_pointers(p.counts),
+                                want_v.data(), want_c.data());
         for (const auto& [kind, comms] : communicators()) {
           const std::size_t size = comms->size();
           std::vector<std::vector<T>> got_v(size), got_c(size);

@@ -5,9 +5,7 @@
 // part), then merged as the collective would (max/min, merge.hpp's device merges, the argmax merge), gives the
 // same bits, so the steps of a multi-GPU run are checked on one GPU. Skipped without a GPU, or without libnccl.so.2 ($TROPICAL_NCCL_LIBRARY, else the
 // loader's path).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,6 +26,7 @@
 #include "../../src/einsum/program.hpp"
 #include "../einsum/random_networks.hpp"
 #include "einsum_device.hpp"
+#include "nccl_handles.hpp"
 #include "tropical/device_buffer.hpp"
 #include "tropical/distributed.hpp"
 #include "tropical/error.hpp"
@@ -48,15 +47,13 @@ struct OneRank {
 const OneRank& one_rank() {
   static const OneRank made = [] {
     OneRank r;
-    const char* env = std::getenv("TROPICAL_NCCL_LIBRARY");
-    const char* name = env != nullptr && *env != '\0' ? env : "libnccl.so.2";
-    void* nccl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    void* nccl = nccl_test::open_nccl();
     if (nccl == nullptr) {
-      r.why = std::string("no NCCL: ") + name + " does not load";
+      r.why = "no NCCL: libnccl.so.2 ($TROPICAL_NCCL_LIBRARY, else the loader's path) does not load";
       return r;
     }
     using InitAll = int (*)(ncclComm_t*, int, const int*);
-    const auto init = reinterpret_cast<InitAll>(dlsym(nccl, "ncclCommInitAll"));
+    const auto init = nccl_test::symbol<InitAll>(nccl, "ncclCommInitAll");
     const int devices[] = {0};
     if (init == nullptr || init(&r.comm, 1, devices) != 0) r.why = "ncclCommInitAll failed on device 0";
     return r;  // the communicator lives as long as the process

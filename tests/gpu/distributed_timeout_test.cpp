@@ -5,7 +5,6 @@
 // which waits for the peer; rank 0's run waits for that and for the all-reduce, and ends after its limit with
 // NcclTimeout and the communicator aborted, instead of hanging the program. Skipped without two GPUs, or without
 // libnccl.so.2 ($TROPICAL_NCCL_LIBRARY, else the loader's path).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-// What the multi-GPU tests need of NCCL itself to make communicators, opened at run time as the library opens it
+// What the distributed GPU tests need of NCCL itself to make communicators, opened at run time as the library opens it
 // ($TROPICAL_NCCL_LIBRARY, else libnccl.so.2; nothing includes nccl.h or links libnccl): ncclUniqueId and the
 // first fields of ncclConfig_t as nccl.h declares them, and a non-blocking communicator's init.
 
