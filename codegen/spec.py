@@ -277,6 +277,8 @@ def catalog():
             if s in STRUCTURED_SEMIRINGS:
                 if skinny:
                     kernels.append(Kernel(len(kernels), op, s, t, skinny))
+                if s == Semiring.COUNTING and t in COUNTING_FEW_TILES:
+                    kernels.append(Kernel(len(kernels), op, s, t, COUNTING_FEW_TILES[t]))
                 continue
             for tile in SMALL_TILES.get(op, {}).get(t, []) + ([skinny] if skinny else []):
                 kernels.append(Kernel(len(kernels), op, s, t, tile))
@@ -769,14 +771,25 @@ COUNTING_TEMPLATE = {Op.GEMM: "gemm_counting.cu.j2", Op.GEMM_BATCHED: "gemm_coun
 COUNTING_QUICK_TEMPLATE = {Op.GEMM: "gemm_counting_quick.cu.j2", Op.GEMM_BATCHED: "gemm_counting_quick.cu.j2"}
 
 # The tuned counting tile (templates/gemm_counting_tile.cuh.j2) runs the
-# argmax's loop on the values (each element keeps its running maximum and the
-# chunk that first reached it) and counts afterwards: the argmax's tiles, one
-# chunk per k-tile. f32 fits 2 blocks per SM (126 registers, no spill, sm_90)
-# once the values' loop is unrolled 5-fold and the dense pass not at all; f64
-# takes 1 (at 2 it spills).
+# argmax's loop on the values (each element keeps its running maximum, the
+# chunk that first reached it in shared memory) and counts afterwards: the
+# argmax's tiles, one chunk per k-tile. f32 takes the f32 argmax's threads:
+# 8 x 4 elements, 128 threads in warps of 16 x 2, 3 blocks per SM (168
+# registers, 8 bytes spilled outside the values' loop; H200, 8192^3: 8.15 ->
+# 8.97 T on spread values, tied 3.75 -> 3.78 with its dense pass unrolled
+# 2-fold, bench/RESULTS.md). f64
+# takes 4 x 4 elements in blocks of 256 at 1 per SM (at 2 it spills).
 COUNTING_TILES = {
-    Type.F32: Tile(64, 64, 16, 4, 4, 2),
+    Type.F32: Tile(64, 64, 16, 8, 4, 3, lanes=(16, 2)),
     Type.F64: Tile(64, 64, 8, 4, 4, 1),
+}
+# A product of few tiles (blocks) runs on a variant of twice the threads, each
+# with 4 x 4 elements, 2 blocks per SM (128 registers, 16 bytes spilled outside
+# the values' loop): under about three waves of the 8 x 4 tile (the launcher's
+# kFewTilesPerSm blocks per SM) it leaves SMs short of warps (H200, f32 spread:
+# 1000^3 3.09 against 2.34 T, 2048^3 5.60 / 5.43; 2560^2 x 2048 5.87 / 6.12).
+COUNTING_FEW_TILES = {
+    Type.F32: Tile(64, 64, 16, 4, 4, 2, label="fewtiles"),
 }
 COUNTING_QUICK_TILES = {
     Type.F32: (32, 32, 16, 2, 2, 1),

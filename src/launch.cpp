@@ -1,6 +1,8 @@
 // The launch sequence every product launcher shares (src/launch.hpp).
 #include "launch.hpp"
 
+#include <array>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -102,6 +104,22 @@ void signature_mismatch(catalog::KernelId id) {
 
 void check_grid(catalog::KernelId id, const Extent& e) {
   grid_for(catalog::kTunedLaunch[static_cast<std::size_t>(id)], e);
+}
+
+int multiprocessors(int device) {
+  static std::array<std::atomic<int>, 64> known{};  // 0: not asked yet
+  std::atomic<int>* slot = device >= 0 && device < static_cast<int>(known.size()) ? &known[device] : nullptr;
+  if (slot != nullptr) {
+    if (const int sms = slot->load(std::memory_order_relaxed); sms > 0) return sms;
+  }
+  int sms = 0;
+  if (jit::driver::api().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) !=
+          CUDA_SUCCESS ||
+      sms < 1) {
+    return 1;
+  }
+  if (slot != nullptr) slot->store(sms, std::memory_order_relaxed);
+  return sms;
 }
 
 }  // namespace tropical::detail

@@ -297,18 +297,24 @@ class CodegenTest(unittest.TestCase):
         for name in ("tropical_gemm_argmax_maxplus_i16", "tropical_gemm_maxplus_i16_quick", "tropical_gemm_maxmul_i16"):
             self.assertNotIn("_s16x2", self.fragment(name), name)
         self.assertIn("tropical_clamp((int)a + (int)b)", self.fragment("tropical_gemm_maxplus_i16_quick"))
-        # CountingTropical: gemm and gemm_batched over f32 and f64, two tiers, its own tag; of the small tiles
-        # only the skinny one (one tier).
+        # CountingTropical: gemm and gemm_batched over f32 and f64, two tiers, its own tag; f32 also the
+        # fewtiles variant (two tiers); of the small tiles only the skinny one (one tier).
         counting = sorted(n for n in names if "_counting_" in n and not n.endswith("_skinny"))
-        self.assertEqual(counting, ["tropical_gemm_batched_counting_f32", "tropical_gemm_batched_counting_f64",
-                                    "tropical_gemm_counting_f32", "tropical_gemm_counting_f64"])
+        self.assertEqual(counting, ["tropical_gemm_batched_counting_f32", "tropical_gemm_batched_counting_f32_fewtiles",
+                                    "tropical_gemm_batched_counting_f64", "tropical_gemm_counting_f32",
+                                    "tropical_gemm_counting_f32_fewtiles", "tropical_gemm_counting_f64"])
         self.assertEqual(sorted(n for n in names if "_counting_" in n and n.endswith("_skinny")),
                          ["tropical_gemm_batched_counting_f32_skinny", "tropical_gemm_batched_counting_f64_skinny"])
         for name in counting:
             tuned, quick = self.fragment(name), self.fragment(name + "_quick")
             self.assertIn("const value_t* __restrict__ a_counts", tuned)
             self.assertIn("tropical_counting_dense(", tuned)
-            self.assertIn("fma" + ("f" if name.endswith("f32") else "") + "(fca, sbc[k]", quick)
+            self.assertIn("fma" + ("f" if "_f32" in name else "") + "(fca, sbc[k]", quick)
+        # The f32 default tile holds 8 x 4 elements a thread, its fewtiles variant 4 x 4 in twice the threads.
+        for name, (thread_m, threads) in (("tropical_gemm_counting_f32", (8, 128)),
+                                          ("tropical_gemm_counting_f32_fewtiles", (4, 256))):
+            self.assertIn(f"constexpr int kThreadM = {thread_m};", self.fragment(name), name)
+            self.assertIn(f"constexpr int kThreads = {threads};", self.fragment(name), name)
         self.assertIn("struct CountingTropical {", self.header)
         self.assertIn("concept CountingElement = std::is_same_v<T, float> || std::is_same_v<T, double>;",
                       self.header)

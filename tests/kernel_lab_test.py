@@ -25,6 +25,7 @@ KINDS = {
     "argmax": "tropical_gemm_argmax_maxplus_f32",
     "batched": "tropical_gemm_batched_maxplus_f32",
     "bargmax": "tropical_gemm_batched_argmax_maxplus_f32_32x32",
+    "counting": "tropical_gemm_counting_f32",
 }
 
 

@@ -8,10 +8,11 @@
 //   differ in speed from the library's NVRTC build of the same source)
 //   kernel_lab k.cubin <kernel> <kind> <type> <tile_m> <tile_n> <block_x> <block_y> <m> <n> <k> [batch] [data]
 //
-// kind: gemm | argmax | batched | bargmax (the catalog's argument lists);
-// type: f32 | i16; data: rand (f32 in [-1000, 1000), i16 in [-2^13, 2^13)) or
-// full (i16 over its whole range). Prints one line: median and spread of 15
-// timed launches (events), T MAC/s, and an FNV-1a hash of C (and the argmax).
+// kind: gemm | argmax | batched | bargmax | counting (the catalog's argument lists);
+// type: f32 | i16; data: rand (f32 in [-1000, 1000), i16 in [-2^13, 2^13)),
+// full (i16 over its whole range) or tied (counting: values integers in [-2, 2],
+// as kernels_bench's tied row; counts are uniform in [0, 2) for every data). Prints one line: median and spread of 15
+// timed launches (events), T MAC/s, and an FNV-1a hash of C (and the argmax, or C's counts).
 // Fragments come from `codegen/generate.py --fragments DIR`. LAB_GRID_Z caps
 // the batched kernels' grid z (the library launches min(batch, 65535)); LAB_SMEM gives a kernel its dynamic
 // shared memory (the catalog's smem_bytes, from codegen/spec.py's launch()).
@@ -54,6 +55,14 @@ __global__ void fill_f32(float* p, long long n, unsigned long long seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     p[i] = -1000.0f + 2000.0f * (float)(lab_mix(seed ^ (unsigned long long)i) >> 40) / (float)(1ull << 24);
 }
+__global__ void fill_counts(float* p, long long n, unsigned long long seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = 2.0f * (float)(lab_mix(seed ^ (unsigned long long)i) >> 40) / (float)(1ull << 24);
+}
+__global__ void fill_f32_tied(float* p, long long n, unsigned long long seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    p[i] = (float)((long long)(lab_mix(seed ^ (unsigned long long)i) % 5) - 2);
+}
 __global__ void fill_i16(short* p, long long n, unsigned long long seed, int full) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const unsigned long long r = lab_mix(seed ^ (unsigned long long)i);
@@ -86,6 +95,7 @@ int main(int argc, char** argv) {
   const std::string data = argc > 13 ? argv[13] : "rand";
   const bool batched = kind == "batched" || kind == "bargmax";
   const bool argmax = kind == "argmax" || kind == "bargmax";
+  const bool counting = kind == "counting";
   const size_t elem = type == "i16" ? 2 : 4;
 
   CHECK_RT(cudaFree(nullptr));  // the runtime's primary context, shared with the driver calls
@@ -101,7 +111,19 @@ int main(int argc, char** argv) {
   CHECK_RT(cudaMalloc(&b, sb * batch * elem));
   CHECK_RT(cudaMalloc(&c, sc * batch * elem));
   if (argmax) CHECK_RT(cudaMalloc(&idx, si * batch * 4));
-  if (type == "i16") {
+  // counting: A, B, C are the values; ac, bc, cc their counts.
+  void *ac = nullptr, *bc = nullptr, *cc = nullptr;
+  if (counting) {
+    CHECK_RT(cudaMalloc(&ac, sa * batch * elem));
+    CHECK_RT(cudaMalloc(&bc, sb * batch * elem));
+    CHECK_RT(cudaMalloc(&cc, sc * batch * elem));
+    fill_counts<<<1024, 256>>>((float*)ac, sa * batch, 11);
+    fill_counts<<<1024, 256>>>((float*)bc, sb * batch, 12);
+  }
+  if (counting && data == "tied") {
+    fill_f32_tied<<<1024, 256>>>((float*)a, sa * batch, 1);
+    fill_f32_tied<<<1024, 256>>>((float*)b, sb * batch, 2);
+  } else if (type == "i16") {
     const int full = data == "full";
     fill_i16<<<1024, 256>>>((short*)a, sa * batch, 1, full);
     fill_i16<<<1024, 256>>>((short*)b, sb * batch, 2, full);
@@ -140,6 +162,9 @@ int main(int argc, char** argv) {
     args = {&a, &b, &c, &idx, &m, &n, &kk, &lda, &ldb, &ldc, &ldi, &ta, &tb};
   } else if (kind == "batched") {
     args = {&a, &b, &c, &m, &n, &kk, &lda, &ldb, &ldc, &ta, &tb, &sa, &sb, &sc, &batch, alpha, beta, &flags};
+  } else if (kind == "counting") {
+    args = {&a, &ac, &b, &bc, &c, &cc, &m, &n, &kk, &lda, &lda, &ldb, &ldb, &ldc, &ldc, &ta, &tb,
+            &sa, &sa, &sb, &sb, &sc, &sc, &batch};
   } else if (kind == "bargmax") {
     args = {&a, &b, &c, &idx, &m, &n, &kk, &lda, &ldb, &ldc, &ldi, &ta, &tb, &sa, &sb, &sc, &si, &batch};
   } else {
@@ -156,7 +181,7 @@ int main(int argc, char** argv) {
   }
   // LAB_GRID_Z: fewer blocks along the batch, each looping over several products.
   const long long gz_cap = std::getenv("LAB_GRID_Z") ? std::atoll(std::getenv("LAB_GRID_Z")) : 65535;
-  const unsigned gz = batched ? (unsigned)std::min<long long>(batch, gz_cap) : 1;
+  const unsigned gz = batched || counting ? (unsigned)std::min<long long>(batch, gz_cap) : 1;
   // LAB_SMEM: bytes of dynamic shared memory, the kernel's smem_bytes in the catalog (codegen/spec.py's launch();
   // 0 for most kernels), allowed past 48 KB first as the library does (src/launch.cpp).
   const unsigned smem = std::getenv("LAB_SMEM") ? (unsigned)std::atoll(std::getenv("LAB_SMEM")) : 0;
@@ -202,7 +227,7 @@ int main(int argc, char** argv) {
   const double med = ms[ms.size() / 2];
   const double macs = (double)m * n * kk * batch;
   unsigned long long hc = device_hash(c, sc * batch * elem);
-  unsigned long long hi = argmax ? device_hash(idx, si * batch * 4) : 0;
+  unsigned long long hi = argmax ? device_hash(idx, si * batch * 4) : counting ? device_hash(cc, sc * batch * elem) : 0;
   std::printf("%-52s %6lldx%lldx%lldx%lld %-4s %9.3f ms (%.3f-%.3f) %7.3f T  C %016llx  idx %016llx\n",
               cubin.c_str(), batch, m, n, kk, data.c_str(), med, ms.front(), ms.back(), macs / (med * 1e-3) / 1e12, hc, hi);
   return 0;

@@ -283,11 +283,17 @@ TEST(Backward, both_passes_are_the_reference) {
   }
 }
 
-// CountingTropical: values and counts, spread and tied values, both tiers.
+// CountingTropical: values and counts, spread and tied values, both tiers, the default tile (8 x 4 elements a
+// thread) and the fewtiles variant (4 x 4).
+// Besides kShapes (whose leading dimensions rule out vectors), two whose whole tiles load as vectors: every
+// leading dimension a multiple of 4, m and n past a 64 x 64 tile, k past a k-tile; untransposed and transposed.
+constexpr Shape kCountingShapes[] = {kShapes[0], kShapes[1], kShapes[2], {130, 130, 70, Trans::kNo, Trans::kNo, 2},
+                                     {96, 136, 52, Trans::kYes, Trans::kYes, 4}};
+
 TEST(Counting, both_tiers_are_the_reference) {
   std::mt19937_64 rng(23);
   for (const bool tied : {false, true}) {
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : kCountingShapes) {
       long long m = s.m, n = s.n, k = s.k, batch = 1;
       long long lda = cols_of(s.ta, s.m, s.k) + s.pad, ldb = cols_of(s.tb, s.k, s.n) + s.pad, ldc = n;
       const std::int64_t ar = rows_of(s.ta, s.m, s.k), br = rows_of(s.tb, s.k, s.n);
@@ -308,20 +314,22 @@ TEST(Counting, both_tiers_are_the_reference) {
       std::vector<float> want_v(static_cast<std::size_t>(m * ldc)), want_c(want_v.size());
       reference::gemm_counting<float>(s.ta, s.tb, m, n, k, {av.data(), lda, ac.data(), lda},
                                       {bv.data(), ldb, bc.data(), ldb}, {want_v.data(), ldc, want_c.data(), ldc});
-      for (const char* tier : kTiers) {
-        std::vector<float> cv(want_v.size(), 7.f), cc(want_c.size(), 7.f);
-        catalog::CountingArgs args{.a_values = av.data(), .a_counts = ac.data(), .b_values = bv.data(),
-                                   .b_counts = bc.data(), .c_values = cv.data(), .c_counts = cc.data(), .m = m,
-                                   .n = n, .kk = k, .lda_values = lda, .lda_counts = lda, .ldb_values = ldb,
-                                   .ldb_counts = ldb, .ldc_values = ldc, .ldc_counts = ldc, .trans_a = flag(s.ta),
-                                   .trans_b = flag(s.tb), .stride_a_values = 0, .stride_a_counts = 0,
-                                   .stride_b_values = 0, .stride_b_counts = 0, .stride_c_values = 0,
-                                   .stride_c_counts = 0, .batch = batch};
-        launch_kernel(id_of("tropical_gemm_counting_f32"), tier, {m, n, k}, args);
-        const std::string what = std::string(tier) + (tied ? " tied " : " spread ") + std::to_string(m) + "x" +
-                                 std::to_string(n) + "x" + std::to_string(k);
-        expect_equal(cv, want_v, "counting values " + what);
-        expect_equal(cc, want_c, "counting counts " + what);
+      for (const char* kernel : {"tropical_gemm_counting_f32", "tropical_gemm_counting_f32_fewtiles"}) {
+        for (const char* tier : kTiers) {
+          std::vector<float> cv(want_v.size(), 7.f), cc(want_c.size(), 7.f);
+          catalog::CountingArgs args{.a_values = av.data(), .a_counts = ac.data(), .b_values = bv.data(),
+                                     .b_counts = bc.data(), .c_values = cv.data(), .c_counts = cc.data(), .m = m,
+                                     .n = n, .kk = k, .lda_values = lda, .lda_counts = lda, .ldb_values = ldb,
+                                     .ldb_counts = ldb, .ldc_values = ldc, .ldc_counts = ldc, .trans_a = flag(s.ta),
+                                     .trans_b = flag(s.tb), .stride_a_values = 0, .stride_a_counts = 0,
+                                     .stride_b_values = 0, .stride_b_counts = 0, .stride_c_values = 0,
+                                     .stride_c_counts = 0, .batch = batch};
+          launch_kernel(id_of(kernel), tier, {m, n, k}, args);
+          const std::string what = std::string(kernel) + " " + tier + (tied ? " tied " : " spread ") +
+                                   std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+          expect_equal(cv, want_v, "counting values " + what);
+          expect_equal(cc, want_c, "counting counts " + what);
+        }
       }
     }
   }

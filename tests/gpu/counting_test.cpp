@@ -170,21 +170,29 @@ void check(const Shape& s, Data d, std::int64_t batch, bool share_b, std::uint64
     expect_equal(cv.download(size_v), want_v, "values " + what);
     expect_equal(cc.download(size_c), want_c, "counts " + what);
   }
-  // Each tier of the batched kernel directly: equal to the reference and to each other, bit for bit.
-  std::vector<T> got_v[2], got_c[2];
-  for (const Tier tier : {Tier::kQuick, Tier::kTuned}) {
-    const int t = tier == Tier::kQuick ? 0 : 1;
-    DeviceBuffer<T> cv(std::vector<T>(size_v, T(-5))), cc(std::vector<T>(size_c, T(-5)));
-    launcher().counting<T>(kernel_id<CountingTropical, T, Op::kGemmBatched>(), tier, s.m, s.n, s.k, da, db,
-                           CountingMatrix<T>{cv.get(), ldcv, cc.get(), ldcc, scv, scc}, batch,
-                           s.ta == Trans::kYes, s.tb == Trans::kYes);
-    got_v[t] = cv.download(size_v);
-    got_c[t] = cc.download(size_c);
+  // Each tier of the batched kernel (and of its fewtiles variant, which the launcher takes for products of
+  // few blocks) directly: equal to the reference and to each other, bit for bit.
+  const catalog::KernelId batched = kernel_id<CountingTropical, T, Op::kGemmBatched>();
+  std::vector<catalog::KernelId> kernels{batched};
+  for (const catalog::KernelInfo& info : catalog::kInfo) {
+    if (info.base == batched && info.variant == "fewtiles") kernels.push_back(info.id);
   }
-  expect_equal(got_v[1], want_v, "tuned values " + what);
-  expect_equal(got_c[1], want_c, "tuned counts " + what);
-  expect_bits(got_v[0], got_v[1], "values quick vs tuned " + what);
-  expect_bits(got_c[0], got_c[1], "counts quick vs tuned " + what);
+  for (const catalog::KernelId id : kernels) {
+    const std::string name = std::string(catalog::kInfo[static_cast<std::size_t>(id)].name) + " " + what;
+    std::vector<T> got_v[2], got_c[2];
+    for (const Tier tier : {Tier::kQuick, Tier::kTuned}) {
+      const int t = tier == Tier::kQuick ? 0 : 1;
+      DeviceBuffer<T> cv(std::vector<T>(size_v, T(-5))), cc(std::vector<T>(size_c, T(-5)));
+      const CountingMatrix<T> dc{cv.get(), ldcv, cc.get(), ldcc, scv, scc};
+      launcher().counting<T>(id, tier, s.m, s.n, s.k, da, db, dc, batch, s.ta == Trans::kYes, s.tb == Trans::kYes);
+      got_v[t] = cv.download(size_v);
+      got_c[t] = cc.download(size_c);
+    }
+    expect_equal(got_v[1], want_v, "tuned values " + name);
+    expect_equal(got_c[1], want_c, "tuned counts " + name);
+    expect_bits(got_v[0], got_v[1], "values quick vs tuned " + name);
+    expect_bits(got_c[0], got_c[1], "counts quick vs tuned " + name);
+  }
 }
 
 TYPED_TEST(GpuCounting, equals_the_reference_on_spread_values) {
@@ -212,6 +220,13 @@ TYPED_TEST(GpuCounting, batches_equal_the_reference_with_strides_and_a_shared_op
   check<TypeParam>({16, 16, 16, Trans::kNo, Trans::kYes}, Data::kTied, 70000, false, 401);
   check<TypeParam>({33, 20, 50, Trans::kYes, Trans::kNo}, Data::kSpread, 5, true, 402);
   check<TypeParam>({7, 9, 0, Trans::kNo, Trans::kNo}, Data::kSpread, 2, false, 403);
+}
+
+// Products of many blocks, which the launcher runs on the default tile (8 x 4 elements a thread for f32) rather
+// than its fewtiles variant: a batch of 1500 one-block products and a 2304 x 2304 product (1296 blocks).
+TYPED_TEST(GpuCounting, products_of_many_blocks_equal_the_reference) {
+  check<TypeParam>({67, 45, 40, Trans::kNo, Trans::kYes}, Data::kMixed, 1500, false, 500);
+  check<TypeParam>({2304, 2304, 48, Trans::kYes, Trans::kNo}, Data::kSpread, 1, false, 501);
 }
 
 TYPED_TEST(GpuCounting, a_large_product_equals_the_reference) {
