@@ -164,7 +164,7 @@ def header_context(kernels):
     pairs = [(spec.SEMIRING_TAG[s], spec.TYPE_HOST[t]) for s in spec.Semiring for t in spec.SEMIRING_TYPES[s]
              if s not in spec.STRUCTURED_SEMIRINGS]
     defaults = [k for k in kernels if not k.variant]
-    small = [k for k in kernels if k.variant and not isinstance(k.tile, spec.SplitTile)]
+    small = [k for k in kernels if k.variant and not isinstance(k.tile, spec.SplitTile) and not spec.is_few_tiles(k)]
     splits = [k for k in kernels if isinstance(k.tile, spec.SplitTile)]
     # A single product small enough for a small tile of the batched op of its
     # semiring and type runs there as a batch of one (catalog::pick_product).

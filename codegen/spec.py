@@ -680,7 +680,7 @@ def quick_launch(kernel):
         return None  # one tier: a short loop that compiles in tens of milliseconds
     if isinstance(kernel.tile, SplitTile):
         return None  # one tier: never waited for (SPLIT_OPS)
-    if kernel.tile is not None:
+    if kernel.tile is not None and not is_few_tiles(kernel):
         tiles = quick_small_tile(kernel)
     tile_m, tile_n, tile_k, thread_m, thread_n, k_unroll = tiles
     block_x, block_y = tile_n // thread_n, tile_m // thread_m
@@ -777,8 +777,8 @@ COUNTING_QUICK_TEMPLATE = {Op.GEMM: "gemm_counting_quick.cu.j2", Op.GEMM_BATCHED
 # 8 x 4 elements, 128 threads in warps of 16 x 2, 3 blocks per SM (168
 # registers, 8 bytes spilled outside the values' loop; H200, 8192^3: 8.15 ->
 # 8.97 T on spread values, tied 3.75 -> 3.78 with its dense pass unrolled
-# 2-fold, bench/RESULTS.md). f64
-# takes 4 x 4 elements in blocks of 256 at 1 per SM (at 2 it spills).
+# 2-fold, bench/RESULTS.md). f64 takes 4 x 4 elements in blocks of 256 at 1
+# per SM (at 2 it spills).
 COUNTING_TILES = {
     Type.F32: Tile(64, 64, 16, 8, 4, 3, lanes=(16, 2)),
     Type.F64: Tile(64, 64, 8, 4, 4, 1),
@@ -788,9 +788,17 @@ COUNTING_TILES = {
 # the values' loop): under about three waves of the 8 x 4 tile (the launcher's
 # kFewTilesPerSm blocks per SM) it leaves SMs short of warps (H200, f32 spread:
 # 1000^3 3.09 against 2.34 T, 2048^3 5.60 / 5.43; 2560^2 x 2048 5.87 / 6.12).
+FEW_TILES = "fewtiles"
 COUNTING_FEW_TILES = {
-    Type.F32: Tile(64, 64, 16, 4, 4, 2, label="fewtiles"),
+    Type.F32: Tile(64, 64, 16, 4, 4, 2, label=FEW_TILES),
 }
+
+
+def is_few_tiles(kernel):
+    """True for a fewtiles variant (COUNTING_FEW_TILES): not a small tile of
+    its op (it takes products of any size; the launcher picks it by their
+    number of blocks), and its quick tier is its base kernel's."""
+    return isinstance(kernel.tile, Tile) and kernel.tile.label == FEW_TILES
 COUNTING_QUICK_TILES = {
     Type.F32: (32, 32, 16, 2, 2, 1),
     Type.F64: (32, 32, 8, 2, 2, 1),

@@ -3,26 +3,11 @@
 // launch of whichever tier of the kernel the registry serves.
 #include "checks.hpp"
 #include "counting_checks.hpp"
+#include "counting_tile.hpp"
 #include "launch.hpp"
 #include "tropical/counting.hpp"
 
 namespace tropical::detail {
-namespace {
-
-/// A product of the default tile over fewer blocks than this many per SM runs on the kernel's fewtiles variant
-/// (codegen/spec.py, COUNTING_FEW_TILES): about three waves of the default's 3 blocks an SM, where the two
-/// cross over (H200, bench/RESULTS.md).
-constexpr std::int64_t kFewTilesPerSm = 9;
-
-/// The fewtiles variant of counting kernel `id`, or id if it has none.
-catalog::KernelId few_tiles_of(catalog::KernelId id) {
-  for (const catalog::KernelInfo& info : catalog::kInfo) {
-    if (info.base == id && info.variant == "fewtiles") return info.id;
-  }
-  return id;
-}
-
-}  // namespace
 
 void launch_gemm_counting(catalog::KernelId id, std::size_t elem_size, Trans ta, Trans tb, std::int64_t m,
                           std::int64_t n, std::int64_t k, const CountingMatrix<const void>& a,
@@ -39,12 +24,7 @@ void launch_gemm_counting(catalog::KernelId id, std::size_t elem_size, Trans ta,
   DeviceCheck devices;
   for (const Span& x : arrays.array) devices.add(x);  // its device and allocation; nothing if not touched
   const int device = devices.device(stream);
-  if (catalog::kInfo[static_cast<std::size_t>(id)].variant.empty()) {
-    const catalog::KernelId few = few_tiles_of(id);
-    const auto& tile = catalog::kInfo[static_cast<std::size_t>(id)].launch;
-    const std::int64_t blocks = ((m - 1) / tile.tile_m + 1) * ((n - 1) / tile.tile_n + 1) * batch;
-    if (few != id && blocks < kFewTilesPerSm * multiprocessors(device)) id = few;
-  }
+  id = counting_tile(id, m, n, batch, multiprocessors(device));  // a product of few blocks: the fewtiles tile
 
   // gemm_counting is a batch of one: its strides are not read.
   catalog::CountingArgs args{.a_values = a.values, .a_counts = a.counts, .b_values = b.values, .b_counts = b.counts,

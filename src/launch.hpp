@@ -90,7 +90,7 @@ void launch_device_op(int device, Grid grid, CUstream stream, Args& args) {
 /// launch, ...) before any driver call, on the tuned kernel's tiles as launch() does.
 void check_grid(catalog::KernelId id, const Extent& e);
 
-/// The number of SMs of `device` (asked of the driver once per device; 1 if it will not say).
+/// The number of SMs of `device`: the driver's answer, kept for devices 0-63 once it gave one; 1 if it will not say.
 int multiprocessors(int device);
 
 /// The kernels' transpose flag.

@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
   const bool batched = kind == "batched" || kind == "bargmax";
   const bool argmax = kind == "argmax" || kind == "bargmax";
   const bool counting = kind == "counting";
+  if (counting && type != "f32") {
+    std::fprintf(stderr, "the counting kind runs f32 kernels only\n");
+    return 2;
+  }
   const size_t elem = type == "i16" ? 2 : 4;
 
   CHECK_RT(cudaFree(nullptr));  // the runtime's primary context, shared with the driver calls

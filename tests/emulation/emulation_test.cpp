@@ -285,8 +285,9 @@ TEST(Backward, both_passes_are_the_reference) {
 
 // CountingTropical: values and counts, spread and tied values, both tiers, the default tile (8 x 4 elements a
 // thread) and the fewtiles variant (4 x 4).
-// Besides kShapes (whose leading dimensions rule out vectors), two whose whole tiles load as vectors: every
-// leading dimension a multiple of 4, m and n past a 64 x 64 tile, k past a k-tile; untransposed and transposed.
+// Besides kShapes (whose leading dimensions allow vectors in two k-tiles of B alone), two whose whole tiles load
+// as vectors: every leading dimension a multiple of 4, m and n past a 64 x 64 tile, k past a k-tile;
+// untransposed and transposed.
 constexpr Shape kCountingShapes[] = {kShapes[0], kShapes[1], kShapes[2], {130, 130, 70, Trans::kNo, Trans::kNo, 2},
                                      {96, 136, 52, Trans::kYes, Trans::kYes, 4}};
 

@@ -31,6 +31,7 @@ enum class Data {
   kTied,     // values in -2..2: ties everywhere (the dense pass)
   kMixed,    // spread, but rows 0..15 and every 7th column tied: some blocks dense, some not
   kSpecial,  // tied, plus -inf (with zero and non-zero counts), NaN, +inf, zero counts
+  kAlternate,  // products alternately spread and tied: a block looping over the batch takes both passes
 };
 
 struct Shape {
@@ -39,7 +40,7 @@ struct Shape {
 };
 
 std::string describe(const Shape& s, Data d, std::int64_t batch) {
-  const char* data[] = {"spread", "tied", "mixed", "special"};
+  const char* data[] = {"spread", "tied", "mixed", "special", "alternate"};
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
          (s.ta == Trans::kYes ? " A^T" : "") + (s.tb == Trans::kYes ? " B^T" : "") + " " +
          data[static_cast<int>(d)] + " batch " + std::to_string(batch);
@@ -77,7 +78,8 @@ Operand<T> make_operand(std::int64_t rows, std::int64_t cols, Trans t, std::int6
       for (std::int64_t c = 0; c < cols; ++c) {
         // (r, c) of op(X); the row of A or column of B it belongs to decides a mixed tie.
         const std::int64_t line = is_a ? r : c;
-        const bool tie = d == Data::kTied || d == Data::kSpecial || (d == Data::kMixed && (line < 16 || line % 7 == 0));
+        const bool tie = d == Data::kTied || d == Data::kSpecial ||
+                         (d == Data::kMixed && (line < 16 || line % 7 == 0)) || (d == Data::kAlternate && p % 2 == 1);
         T v = tie ? T(tied(rng)) : T(spread(rng)) / T(64);
         T n = T(count(rng) + (d == Data::kSpecial ? 0 : 1));
         if (d == Data::kSpecial) {
@@ -223,10 +225,17 @@ TYPED_TEST(GpuCounting, batches_equal_the_reference_with_strides_and_a_shared_op
 }
 
 // Products of many blocks, which the launcher runs on the default tile (8 x 4 elements a thread for f32) rather
-// than its fewtiles variant: a batch of 1500 one-block products and a 2304 x 2304 product (1296 blocks).
+// than its fewtiles variant on a GPU of up to 144 SMs (src/counting_tile.hpp): a batch of 1500 one-block
+// products and a 2304 x 2304 product (1296 blocks).
 TYPED_TEST(GpuCounting, products_of_many_blocks_equal_the_reference) {
-  check<TypeParam>({67, 45, 40, Trans::kNo, Trans::kYes}, Data::kMixed, 1500, false, 500);
+  check<TypeParam>({64, 45, 40, Trans::kNo, Trans::kYes}, Data::kMixed, 1500, false, 500);
   check<TypeParam>({2304, 2304, 48, Trans::kYes, Trans::kNo}, Data::kSpread, 1, false, 501);
+}
+
+// A batch past the grid's 65535 products, so that each block loops over several: spread and tied products
+// alternate, and each block's winners share shared memory with the dense pass of the product before.
+TYPED_TEST(GpuCounting, blocks_looping_over_the_batch_alternate_the_rescan_and_the_dense_pass) {
+  check<TypeParam>({20, 16, 48, Trans::kNo, Trans::kNo}, Data::kAlternate, 70001, false, 502);
 }
 
 TYPED_TEST(GpuCounting, a_large_product_equals_the_reference) {
