@@ -799,6 +799,8 @@ def is_few_tiles(kernel):
     its op (it takes products of any size; the launcher picks it by their
     number of blocks), and its quick tier is its base kernel's."""
     return isinstance(kernel.tile, Tile) and kernel.tile.label == FEW_TILES
+
+
 COUNTING_QUICK_TILES = {
     Type.F32: (32, 32, 16, 2, 2, 1),
     Type.F64: (32, 32, 8, 2, 2, 1),

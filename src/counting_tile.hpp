@@ -13,10 +13,11 @@ namespace tropical::detail {
 /// waves of the f32 default's 3 blocks an SM, where the two tiles cross over (H200, bench/RESULTS.md).
 inline constexpr std::int64_t kFewTilesPerSm = 9;
 
-/// The fewtiles variant of kernel `id` (variant "fewtiles", base id), or id if it has none.
+/// The fewtiles variant of kernel `id` (variant "fewtiles", base id), or id if it has none. A default tile's
+/// variants follow it in the catalog (codegen/spec.py, catalog()), so only those are read.
 constexpr catalog::KernelId few_tiles_of(catalog::KernelId id) {
-  for (const catalog::KernelInfo& info : catalog::kInfo) {
-    if (info.base == id && info.variant == std::string_view("fewtiles")) return info.id;
+  for (auto i = static_cast<std::size_t>(id) + 1; i < catalog::kInfo.size() && catalog::kInfo[i].base == id; ++i) {
+    if (catalog::kInfo[i].variant == std::string_view("fewtiles")) return catalog::kInfo[i].id;
   }
   return id;
 }

@@ -374,11 +374,7 @@ void permute(std::size_t element_bytes, const void* src, void* dst, const Stride
   // of boxes it copies. Else one tile (or run) a block; past 2^31 - 1 blocks the kernel loops.
   const bool boxed = plan.mode == PermuteMode::kBoxed;
   std::int64_t cap = 0x7fffffff;
-  if (boxed) {
-    int sms = 0;
-    api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-    cap = std::int64_t{std::max(sms, 1)} * catalog::PermuteBoxedGeometry::kBoxBlocksPerSm;
-  }
+  if (boxed) cap = std::int64_t{multiprocessors(device)} * catalog::PermuteBoxedGeometry::kBoxBlocksPerSm;
   const Grid grid{static_cast<unsigned>(std::min(permute_blocks(plan, element_bytes), cap)), 1, 1};
   if (boxed) {
     catalog::PermuteBoxedArgs args{.src = src, .dst = dst, .copy = plan.copy};
