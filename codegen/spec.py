@@ -337,10 +337,12 @@ TYPE_VEC_BYTES = {Type.F32: 16, Type.F64: 16, Type.I32: 16, Type.I64: 16, Type.U
 # threads (along n, along m; default WARP_LANES_N x WARP_LANES_M). cells, if
 # set (argmax only), is the k up to which the block also keeps each operand
 # as chunk cells (a row's kChunk values of one chunk, contiguous) and rescans
-# its winners from those (templates/argmax_cells.cuh.j2).
+# its winners from those (templates/argmax_cells.cuh.j2); cells_ring, if set,
+# makes the cells the k-tiles' ring (cells = ring x tile_k): the k-tiles are
+# stored into the cells and the product reads them there, with no k-major copy.
 Tile = collections.namedtuple("Tile", "tile_m tile_n tile_k thread_m thread_n min_blocks vec_bytes chunk label ring "
-                              "won_shared lanes cells",
-                              defaults=(None, None, None, None, False, None, 0))
+                              "won_shared lanes cells cells_ring",
+                              defaults=(None, None, None, None, False, None, 0, False))
 
 # Default tiles per operation and element type. The argmax tiles are narrower
 # because each element of C also carries the maximum at its chunk's start and
@@ -417,7 +419,7 @@ SMALL_TILES = {
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
     Op.GEMM_BATCHED_ARGMAX: {
-        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 4, cells=32),
+        Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8, 2, ring=4), Tile(32, 32, 16, 4, 4, 8, None, 4, cells=32, cells_ring=True),
                    Tile(64, 64, 16, 8, 4, 3, None, 4, cells=64)],
         Type.F64: [Tile(16, 16, 8, 4, 2, 16), Tile(32, 32, 8, 4, 4, 8)],
     },
@@ -507,7 +509,8 @@ def launch(kernel):
         # Backward passes: one thread per element of dC, in blocks of 16 x 16.
         return {"block_x": 16, "block_y": 16, "tile_m": 16, "tile_n": 16, "smem_bytes": 0}
     tile = kernel.tile or (COUNTING_TILES if kernel.semiring in STRUCTURED_SEMIRINGS else tiles)[kernel.type]
-    tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells = tile
+    (tile_m, tile_n, tile_k, thread_m, thread_n, min_blocks, vec_bytes, chunk, _, ring, won_shared, lanes, cells,
+     cells_ring) = tile
     lanes_n, lanes_m = lanes or (WARP_LANES_N, WARP_LANES_M)
     chunk = chunk or tile_k
     ring = ring or 2
@@ -533,22 +536,35 @@ def launch(kernel):
         # The cells go with the padded ring, in dynamic shared memory where the two pass the static limit.
         assert kernel.op in ARGMAX_OPS and chunk < tile_k and cells % tile_k == 0, kernel.name
         assert ring == 2 and not won_shared and kernel.type in (Type.F32, Type.F64), kernel.name
+        # The ring as cells: a staged vector along k is whole cells.
+        assert not cells_ring or (cells == ring * tile_k and vec % chunk == 0), kernel.name
         pad = vec
-        ring_elements = ring * tile_k * (tile_m + tile_n + 2 * pad)
-        total = (ring_elements + argmax_cells_elements(tile_m, tile_n, cells, chunk)) * TYPE_BYTES[kernel.type]
+        ring_elements = 0 if cells_ring else ring * tile_k * (tile_m + tile_n + 2 * pad)
+        row_pad = argmax_cells_row_pad(tile_k, chunk, cells_ring)
+        total = (ring_elements + argmax_cells_elements(tile_m, tile_n, cells, chunk, row_pad)) * TYPE_BYTES[kernel.type]
         smem_bytes = total if total > STATIC_SMEM_BYTES else 0
     return {"block_x": block_x, "block_y": block_y, "tile_m": tile_m, "tile_n": tile_n,
             "smem_bytes": smem_bytes, "tile_k": tile_k, "thread_m": thread_m, "thread_n": thread_n,
             "vec": vec, "min_blocks": min_blocks, "chunk": chunk,
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
-            "ring": ring, "won_shared": won_shared, "cells": cells, "pad": pad}
+            "ring": ring, "won_shared": won_shared, "cells": cells, "cells_ring": cells_ring,
+            "cells_row_pad": argmax_cells_row_pad(tile_k, chunk, cells_ring) if cells else 0, "pad": pad}
 
 
-def argmax_cells_elements(tile_m, tile_n, cells, chunk):
+def argmax_cells_row_pad(tile_k, chunk, cells_ring):
+    """Cells of padding at the end of a row of op(A)'s chunk cells (templates/argmax_cells.cuh.j2), against
+    bank conflicts of their stores: one where the copy from the k-major ring stores a chunk of consecutive rows at
+    once; a k-tile's chunks where the cells are the ring, stored from the staged k-tile a k-tile's chunks of a row
+    at once, consecutive lanes along k (the 32 x 32 tile: rows 8 + 4 cells apart, so the 8 lanes of a 128-byte
+    phase, two rows, meet on no bank)."""
+    return tile_k // chunk if cells_ring else 1
+
+
+def argmax_cells_elements(tile_m, tile_n, cells, chunk, row_pad):
     """Elements of the argmax's chunk cells (templates/argmax_cells.cuh.j2): op(A)'s rows of cells / chunk cells
-    and one of padding, op(B)'s columns of cells k."""
-    return tile_m * (cells + chunk) + tile_n * cells
+    and row_pad of padding, op(B)'s columns of cells k."""
+    return tile_m * (cells + row_pad * chunk) + tile_n * cells
 
 
 # ---------------------------------------------------------------- tiers
