@@ -415,8 +415,10 @@ GEMM_TILES[Op.GEMM_BATCHED_ARGMAX] = GEMM_TILES[Op.GEMM_ARGMAX]
 # and 4 x 4 thread tiles (5.17) lost to the kept 6.08. The 32 x 32 tile's
 # cells are its ring (cells_ring: no k-major copy, none copied from; lab, H200:
 # 16384 x 32^3 4.64 -> 4.92 T, kernels_bench 4.78 -> 5.13; the 64 x 64 tile so
-# spills 84 bytes at 168 registers and lost, 6.14 -> 5.65, as did 4 x 4 thread
-# tiles there, 5.93; a 32 x 32 cells-ring tile of cells=64 ran 64^3 at 6.30).
+# spills 84 bytes at 168 registers and lost, 6.14 -> 5.65 (reading A's cells 4
+# rows at a time, 32 bytes and MaxMin's 52: kernels_bench MaxPlus +0.9 %, MaxMin
+# -2.9 %), as did 4 x 4 thread tiles there, 5.93; a 32 x 32 cells-ring tile of
+# cells=64 ran 64^3 at 6.30).
 SMALL_TILES = {
     Op.GEMM_BATCHED: {
         Type.F32: [Tile(16, 16, 16, 4, 2, 16, 8), Tile(32, 32, 16, 4, 4, 8), Tile(64, 64, 16, 4, 4, 4)],
