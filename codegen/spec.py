@@ -536,7 +536,7 @@ def launch(kernel):
     assert (tile_m * tile_k // vec) % threads == 0 and (tile_n * tile_k // vec) % threads == 0, kernel.name
     # ... and a thread's vectors are a whole number of tile rows (or k) apart.
     assert all((threads * vec) % d == 0 for d in (tile_k, tile_m, tile_n)), kernel.name
-    smem_bytes = 0
+    smem_bytes = row_pad = 0
     pad = shared_row_pad(kernel, tile_m, tile_n, tile_k, vec, ring, 4 * tile_m * tile_n if won_shared else 0)
     if cells:
         # The cells go with the padded ring, in dynamic shared memory where the two pass the static limit.
@@ -555,7 +555,7 @@ def launch(kernel):
             "lanes_n": lanes_n, "lanes_m": lanes_m,
             "rescan": argmax_rescan(tile_k, chunk, ring, cells), "rescan_group": argmax_rescan_group(kernel.op),
             "ring": ring, "won_shared": won_shared, "cells": cells, "cells_ring": cells_ring,
-            "cells_row_pad": argmax_cells_row_pad(tile_k, chunk, cells_ring) if cells else 0, "pad": pad}
+            "cells_row_pad": row_pad, "pad": pad}
 
 
 def argmax_cells_row_pad(tile_k, chunk, cells_ring):
